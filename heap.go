@@ -1,0 +1,149 @@
+package schedule
+
+// entry is one element of the deadline heap. It holds no pointers, so the
+// garbage collector never scans the heap, however large it grows.
+type entry struct {
+	when int64  // deadline the entry is ordered by; may lag the task's own
+	slot uint32 // slot of the task in the slab
+	tag  uint32 // lazy cancel: matches task.ref while the entry is current
+}
+
+// deadlineHeap is a 4-ary min-heap of entries ordered by when. Four
+// children of 16 bytes share one cache line, and the tree is half as deep as
+// a binary heap, which matters when it holds a million entries.
+//
+// It belongs to the owner goroutine; nothing else may touch it.
+//
+// When index is non-nil (eager cancel), the heap keeps task.ref equal to the
+// position of the task's entry, and sets it to noIndex when the entry leaves.
+type deadlineHeap struct {
+	items []entry
+	index *slab
+}
+
+const heapArity = 4
+
+func (h *deadlineHeap) len() int   { return len(h.items) }
+func (h *deadlineHeap) top() entry { return h.items[0] }
+
+func (h *deadlineHeap) put(i int, e entry) {
+	h.items[i] = e
+	if h.index != nil {
+		h.index.at(e.slot).ref = uint32(i)
+	}
+}
+
+func (h *deadlineHeap) forget(e entry) {
+	if h.index != nil {
+		h.index.at(e.slot).ref = noIndex
+	}
+}
+
+// push adds e.
+func (h *deadlineHeap) push(e entry) {
+	h.items = append(h.items, e)
+	h.up(len(h.items)-1, e)
+}
+
+// pop removes the top entry.
+func (h *deadlineHeap) pop() {
+	h.removeAt(0)
+}
+
+// removeAt removes the entry at index i.
+func (h *deadlineHeap) removeAt(i int) {
+	last := len(h.items) - 1
+	h.forget(h.items[i])
+	e := h.items[last]
+	h.items = h.items[:last]
+	if i == last {
+		h.shrink()
+		return
+	}
+	if i > 0 && e.when < h.items[(i-1)/heapArity].when {
+		h.up(i, e)
+	} else {
+		h.down(i, e)
+	}
+	h.shrink()
+}
+
+// setWhen changes the deadline of the entry at index i and restores the
+// heap order.
+func (h *deadlineHeap) setWhen(i int, when int64) {
+	e := h.items[i]
+	old := e.when
+	e.when = when
+	if when < old {
+		h.up(i, e)
+	} else {
+		h.down(i, e)
+	}
+}
+
+// up moves e, destined for index i, towards the root until its parent is
+// not later than it.
+func (h *deadlineHeap) up(i int, e entry) {
+	for i > 0 {
+		p := (i - 1) / heapArity
+		if h.items[p].when <= e.when {
+			break
+		}
+		h.put(i, h.items[p])
+		i = p
+	}
+	h.put(i, e)
+}
+
+// down moves e, destined for index i, towards the leaves until no child is
+// earlier than it.
+func (h *deadlineHeap) down(i int, e entry) {
+	n := len(h.items)
+	for {
+		c := i*heapArity + 1
+		if c >= n {
+			break
+		}
+		m := c
+		end := min(c+heapArity, n)
+		for k := c + 1; k < end; k++ {
+			if h.items[k].when < h.items[m].when {
+				m = k
+			}
+		}
+		if h.items[m].when >= e.when {
+			break
+		}
+		h.put(i, h.items[m])
+		i = m
+	}
+	h.put(i, e)
+}
+
+// heapify restores the heap order of items in O(n).
+func (h *deadlineHeap) heapify() {
+	n := len(h.items)
+	if n == 0 {
+		return
+	}
+	for i := (n - 2) / heapArity; i >= 0; i-- {
+		h.down(i, h.items[i])
+	}
+	if h.index != nil {
+		for i, e := range h.items {
+			h.index.at(e.slot).ref = uint32(i)
+		}
+	}
+}
+
+// shrink gives memory back after the heap emptied out: when fewer than a
+// quarter of its capacity is used, the slice is copied into one twice the
+// length. Growth and shrinkage together stay amortised O(1) per entry.
+func (h *deadlineHeap) shrink() {
+	const minCap = 256
+	if c := cap(h.items); c > minCap && len(h.items) < c/4 {
+		items := make([]entry, len(h.items), max(2*len(h.items), minCap))
+		copy(items, h.items)
+		h.items = items
+	}
+}

@@ -1,0 +1,120 @@
+package schedule
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+)
+
+// The slab stores every task of a scheduler in fixed-size chunks and is the
+// index from TaskID to task: an ID names its slot directly, so a lookup is
+// two array indexings and a generation check, with no map and no lock on the
+// hot path.
+//
+// Chunks never move and are never freed while the scheduler lives, so a
+// *task stays valid forever; what changes is which task a slot holds. A slot
+// is reused only after its generation was bumped, and callers that act on a
+// task by ID hold the slot's stripe lock while they check the generation and
+// change the state word. The generation is bumped only under that same lock,
+// so a caller can never change the word of a later task that reuses the slot.
+const (
+	chunkBits   = 10
+	chunkSize   = 1 << chunkBits
+	stripeCount = 64
+)
+
+type chunk [chunkSize]task
+
+// stripe is a lock padded to its own cache line so that callers on
+// different cores do not contend on a shared line.
+type stripe struct {
+	sync.Mutex
+	_ [64 - 8]byte
+}
+
+type slab struct {
+	// dir holds the chunks. It is replaced (never modified in place) when it
+	// grows, under the Scheduler's mu; anyone may load it.
+	dir atomic.Pointer[[]*chunk]
+
+	// used and free are guarded by the Scheduler's mu. used is the number of
+	// slots ever handed out; free holds slots ready for reuse.
+	used uint32
+	free []uint32
+
+	stripes [stripeCount]stripe
+}
+
+// at returns the task in slot, which must have been allocated.
+func (sl *slab) at(slot uint32) *task {
+	return &(*sl.dir.Load())[slot>>chunkBits][slot&(chunkSize-1)]
+}
+
+// lookup returns the task that id names, or nil when id cannot name a task
+// of this slab. The caller must still check the generation under the
+// slot's stripe lock.
+func (sl *slab) lookup(id TaskID) *task {
+	if id.gen() == 0 {
+		return nil
+	}
+	dir := sl.dir.Load()
+	if dir == nil {
+		return nil
+	}
+	c := id.slot() >> chunkBits
+	if c >= uint32(len(*dir)) {
+		return nil
+	}
+	return &(*dir)[c][id.slot()&(chunkSize-1)]
+}
+
+func (sl *slab) stripe(slot uint32) *sync.Mutex {
+	return &sl.stripes[slot%stripeCount].Mutex
+}
+
+// alloc hands out a slot. It must be called with the Scheduler's mu held.
+// It reports false when every slot is in use, which needs 2^32 live tasks.
+func (sl *slab) alloc() (uint32, *task, bool) {
+	if n := len(sl.free); n > 0 {
+		slot := sl.free[n-1]
+		sl.free = sl.free[:n-1]
+		return slot, sl.at(slot), true
+	}
+	if sl.used == math.MaxUint32 {
+		return 0, nil, false
+	}
+	slot := sl.used
+	if slot&(chunkSize-1) == 0 {
+		sl.grow()
+	}
+	sl.used++
+	t := sl.at(slot)
+	t.gen.Store(1)
+	return slot, t, true
+}
+
+// grow adds a chunk. It must be called with the Scheduler's mu held.
+func (sl *slab) grow() {
+	var dir []*chunk
+	if old := sl.dir.Load(); old != nil {
+		dir = make([]*chunk, len(*old), 2*len(*old)+1)
+		copy(dir, *old)
+	}
+	dir = append(dir, new(chunk))
+	sl.dir.Store(&dir)
+}
+
+// retire ends the life of the task in slot: it drops the job so that the
+// garbage collector can reclaim it and bumps the generation so that the
+// task's ID no longer names the slot. It reports whether the slot may be
+// reused: a slot whose generation would wrap is never reused, so no TaskID
+// is ever handed out twice.
+func (sl *slab) retire(slot uint32, t *task) bool {
+	l := sl.stripe(slot)
+	l.Lock()
+	t.job = nil
+	t.interval = 0
+	g := t.gen.Add(1)
+	l.Unlock()
+	return g != 0
+}
