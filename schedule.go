@@ -61,6 +61,7 @@ type Scheduler struct {
 	// Published by the owner at the end of each loop iteration.
 	heapLen   atomic.Int64
 	processed atomic.Uint64 // ops the owner has finished
+	loops     atomic.Uint64 // loop iterations completed
 }
 
 // op is a request from a caller to the owner goroutine.
@@ -616,6 +617,7 @@ func (s *Scheduler) flush() {
 		s.dueNow = s.dueNow[:0]
 	}
 	s.heapLen.Store(int64(s.heap.len()))
+	s.loops.Add(1)
 }
 
 // tooManyTombstones reports whether tombstones exceed a quarter of the heap.
