@@ -254,9 +254,9 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 		return true
 	}
 	// Lazy: the entry stays as a tombstone. Wake the owner when tombstones
-	// first outnumber a quarter of the heap, so it reclaims them even if
-	// nothing else is going on.
-	if d := s.dead.Add(1); 4*d > s.heapLen.Load() && 4*(d-1) <= s.heapLen.Load() {
+	// first call for a rebuild, so it reclaims them even if nothing else is
+	// going on.
+	if d := s.dead.Add(1); 5*d > s.heapLen.Load() && 5*(d-1) <= s.heapLen.Load() {
 		s.wakeOwner()
 	}
 	return true
@@ -330,29 +330,27 @@ func (s *Scheduler) Shutdown() {
 
 // ShutdownContext is Shutdown followed by a wait for the jobs still running
 // (and, for a pool created by New, for its workers to exit) until ctx is
-// done. It returns nil when they finished and ctx.Err() otherwise. Called
-// from inside a job it waits for that job too, so it can only return
-// ctx.Err() there.
+// done. It returns nil when they finished and ctx.Err() otherwise; the
+// scheduler is shut down either way. Called from inside a job it waits for
+// that job too, so it can only return ctx.Err() there.
 func (s *Scheduler) ShutdownContext(ctx context.Context) error {
 	s.stop()
-	select {
-	case <-s.gate.idle:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 	if s.cfg.pool == nil {
-		// ErrPoolClosed means an earlier Shutdown released the pool without
-		// waiting; its workers are exiting on their own.
+		// Releases the pool, then waits for its workers. ErrPoolClosed means
+		// an earlier Shutdown released it; its workers exit on their own
+		// once their jobs return, which the gate below waits for.
 		if err := s.pool.ReleaseContext(ctx); err != nil && err != ants.ErrPoolClosed {
 			return err
 		}
 	}
-	select {
-	case <-s.dispatcherDone:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, done := range []<-chan struct{}{s.gate.idle, s.dispatcherDone} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	return nil
 }
 
 // stop does the part of shutting down that every caller waits for.
@@ -500,7 +498,7 @@ func (s *Scheduler) pushEntry(slot uint32, t *task, when int64) {
 func (s *Scheduler) runDue(now int64) {
 	for s.heap.len() > 0 {
 		e := s.heap.top()
-		if e.when > now {
+		if e.when > now || e.when >= never {
 			break
 		}
 		t := s.slab.at(e.slot)
@@ -620,10 +618,13 @@ func (s *Scheduler) flush() {
 	s.loops.Add(1)
 }
 
-// tooManyTombstones reports whether tombstones exceed a quarter of the heap.
+// tooManyTombstones reports whether tombstones exceed a quarter of the live
+// entries (a fifth of the heap). Rebuilding then keeps the heap within 1.25
+// entries per live task. (The Go runtime's rule, a quarter of the heap,
+// would allow 1.33.)
 func (s *Scheduler) tooManyTombstones() bool {
 	d := s.dead.Load()
-	return d > 0 && 4*d > int64(s.heap.len())
+	return d > 0 && 5*d > int64(s.heap.len())
 }
 
 // compact rebuilds a lazy heap without its tombstones, in O(n).

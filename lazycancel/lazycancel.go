@@ -4,7 +4,7 @@
 // Cancelling costs one compare-and-swap and never waits for, or wakes, the
 // scheduler's owner goroutine. The owner throws a tombstone away when it
 // reaches the top of the deadline heap, and rebuilds the heap in O(n) once
-// tombstones make up more than a quarter of it, so the heap holds at most
+// tombstones outnumber a quarter of the live tasks, so the heap holds at most
 // about 1.25 entries per live task. Choose it when tasks are cancelled
 // often, for example when every heartbeat cancels a timeout and schedules a
 // new one.
