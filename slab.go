@@ -94,11 +94,14 @@ func (sl *slab) alloc() (uint32, *task, bool) {
 }
 
 // grow adds a chunk. It must be called with the Scheduler's mu held.
+//
+// Appending may write into the spare capacity of the array that readers are
+// using; that is safe because readers only index below the length of the
+// header they loaded, and the new header is published after the write.
 func (sl *slab) grow() {
 	var dir []*chunk
 	if old := sl.dir.Load(); old != nil {
-		dir = make([]*chunk, len(*old), 2*len(*old)+1)
-		copy(dir, *old)
+		dir = *old
 	}
 	dir = append(dir, new(chunk))
 	sl.dir.Store(&dir)
