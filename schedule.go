@@ -405,7 +405,9 @@ func (s *Scheduler) loop() {
 				timer.Stop()
 				armed = -1
 			} else {
-				timer.Reset(time.Duration(next - now))
+				// Measure again: runDue may have taken a while, and the wait is
+				// to an absolute deadline.
+				timer.Reset(time.Duration(next - s.now()))
 				armed = next
 			}
 		}
