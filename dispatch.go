@@ -109,6 +109,11 @@ func (s *Scheduler) submit(d due) bool {
 func (s *Scheduler) run(d due) {
 	t := s.slab.at(d.slot)
 	defer s.finish(d.slot, t)
+	if wordStatus(t.word.Load()) == statusCancelled {
+		// A repeating task cancelled while its run waited for a worker: the
+		// run has not started, so it never does.
+		return
+	}
 	if !s.gate.enter() {
 		return
 	}
