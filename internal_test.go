@@ -1,0 +1,236 @@
+package schedule
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// White-box tests of the pieces the owner goroutine is built from. They
+// drive the owner's steps by hand, on the test goroutine, with no loop
+// running.
+
+// bare returns a Scheduler with its state set up but no goroutines: the
+// test plays the owner.
+func bare(strategy CancelStrategy) *Scheduler {
+	s := &Scheduler{
+		cfg:   config{strategy: strategy},
+		epoch: time.Now(),
+		wake:  make(chan struct{}, 1),
+	}
+	if strategy == EagerCancel {
+		s.heap.index = &s.slab
+	}
+	s.inboxCap.L = &s.mu
+	s.dueQ.ready = make(chan struct{}, 1)
+	return s
+}
+
+// step runs one owner iteration at the given time.
+func (s *Scheduler) step(now int64) {
+	s.drainInbox()
+	s.runDue(now)
+	if s.cfg.strategy == LazyCancel && s.tooManyTombstones() {
+		s.compact()
+	}
+	s.flush()
+}
+
+// checkHeap verifies the heap order and, when the heap is indexed, that
+// every task's ref is its entry's position.
+func checkHeap(t *testing.T, h *deadlineHeap) {
+	t.Helper()
+	for i, e := range h.items {
+		if i > 0 {
+			p := (i - 1) / heapArity
+			require.LessOrEqual(t, h.items[p].when, e.when, "entry %d is earlier than its parent", i)
+		}
+		if h.index != nil {
+			require.Equal(t, uint32(i), h.index.at(e.slot).ref, "index of slot %d", e.slot)
+		}
+	}
+}
+
+func TestHeapMatchesASortedListUnderRandomOperations(t *testing.T) {
+	for _, indexed := range []bool{false, true} {
+		s := bare(LazyCancel)
+		h := &deadlineHeap{}
+		if indexed {
+			h.index = &s.slab
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		var want []int64
+		whens := map[uint32]int64{} // slot -> when, for the indexed case
+		for range 4000 {
+			switch op := r.IntN(10); {
+			case op < 5 || h.len() == 0:
+				s.mu.Lock()
+				slot, _, ok := s.slab.alloc()
+				s.mu.Unlock()
+				require.True(t, ok)
+				when := r.Int64N(1000)
+				h.push(entry{when: when, slot: slot})
+				want = append(want, when)
+				whens[slot] = when
+			case op < 7:
+				e := h.top()
+				h.pop()
+				require.Equal(t, slices.Min(want), e.when)
+				want = removeOne(want, e.when)
+				delete(whens, e.slot)
+			case op < 9:
+				i := r.IntN(h.len())
+				e := h.items[i]
+				h.removeAt(i)
+				want = removeOne(want, e.when)
+				delete(whens, e.slot)
+			default:
+				i := r.IntN(h.len())
+				e := h.items[i]
+				when := r.Int64N(1000)
+				h.setWhen(i, when)
+				want = removeOne(want, e.when)
+				want = append(want, when)
+				whens[e.slot] = when
+			}
+			checkHeap(t, h)
+			require.Equal(t, len(want), h.len())
+		}
+		if indexed {
+			for slot, when := range whens {
+				assert.Equal(t, when, h.items[s.slab.at(slot).ref].when)
+			}
+		}
+	}
+}
+
+func removeOne(xs []int64, x int64) []int64 {
+	i := slices.Index(xs, x)
+	return slices.Delete(xs, i, i+1)
+}
+
+func TestHeapShrinksWhenItDrains(t *testing.T) {
+	var h deadlineHeap
+	for i := range 100_000 {
+		h.push(entry{when: int64(i)})
+	}
+	for h.len() > 10 {
+		h.pop()
+	}
+	assert.LessOrEqual(t, cap(h.items), 1024)
+}
+
+func TestHeapifyRestoresOrderAndIndex(t *testing.T) {
+	s := bare(EagerCancel)
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		s.mu.Lock()
+		slot, _, _ := s.slab.alloc()
+		s.mu.Unlock()
+		s.heap.items = append(s.heap.items, entry{when: r.Int64N(100), slot: slot})
+	}
+	s.heap.heapify()
+	checkHeap(t, &s.heap)
+}
+
+func TestSlotWhoseGenerationWouldWrapIsNeverReused(t *testing.T) {
+	s := bare(LazyCancel)
+	s.mu.Lock()
+	slot, task, _ := s.slab.alloc()
+	s.mu.Unlock()
+	task.gen.Store(math.MaxUint32)
+	s.free(slot, task) // the generation wraps: the slot must be retired for good
+	assert.Zero(t, task.gen.Load())
+	assert.Empty(t, s.slab.free)
+
+	s.mu.Lock()
+	next, _, _ := s.slab.alloc()
+	s.mu.Unlock()
+	assert.NotEqual(t, slot, next)
+}
+
+func TestFreedSlotIsReusedWithANewGeneration(t *testing.T) {
+	s := bare(EagerCancel)
+	first, err := s.ScheduleOne(func() {}, time.Hour)
+	require.NoError(t, err)
+	require.True(t, s.CancelTask(first))
+	s.step(s.now()) // the owner removes the entry and frees the slot
+
+	second, err := s.ScheduleOne(func() {}, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, first.slot(), second.slot(), "the slot is reused")
+	assert.Equal(t, first.gen()+1, second.gen())
+	assert.False(t, s.CancelTask(first), "the old ID does not reach the new task")
+	assert.False(t, s.Reset(first, time.Second))
+	assert.Equal(t, 1, s.Len())
+}
+
+func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
+	s := bare(LazyCancel)
+	ran := 0
+	id, err := s.ScheduleOne(func() { ran++ }, time.Hour)
+	require.NoError(t, err)
+	s.step(0)
+	// Fast-forward the task's tag to just short of wrapping.
+	task := s.slab.at(id.slot())
+	task.ref = math.MaxUint32 - 2
+	s.heap.items[0].tag = task.ref
+
+	// Each move earlier pushes an entry with the next tag: MaxUint32-1,
+	// MaxUint32, 0, 1. The old entries must all read as tombstones.
+	for i := range 4 {
+		require.True(t, s.Reset(id, time.Duration(50-i)*time.Minute))
+		s.step(0)
+	}
+	assert.Equal(t, uint32(1), task.ref)
+	s.step(int64(2 * time.Hour))
+	require.Len(t, s.dueQ.items, 1, "dispatched once")
+	s.run(s.dueQ.items[0])
+	assert.Equal(t, 1, ran)
+	assert.Equal(t, 0, s.heap.len(), "every tombstone was discarded")
+	assert.Equal(t, int64(0), s.dead.Load())
+}
+
+func TestNextRunKeepsThePhaseAndCountsMissedDeadlines(t *testing.T) {
+	cases := []struct {
+		name               string
+		when, interval     int64
+		now                int64
+		wantNext, wantMiss int64
+	}{
+		{"on time", 100, 10, 100, 110, 0},
+		{"a little late", 100, 10, 105, 110, 0},
+		{"exactly one interval late", 100, 10, 110, 120, 1},
+		{"three missed", 100, 10, 135, 140, 3},
+		{"overflow clamps to never", never - 5, 10, never - 5, never, 0},
+		{"huge interval", 0, math.MaxInt64, 0, never, 0},
+	}
+	for _, c := range cases {
+		next, missed := nextRun(c.when, c.interval, c.now)
+		assert.Equal(t, c.wantNext, next, c.name)
+		assert.Equal(t, c.wantMiss, missed, c.name)
+	}
+}
+
+func TestDeadlineClampsToNowAndNever(t *testing.T) {
+	s := bare(LazyCancel)
+	before := s.now()
+	assert.GreaterOrEqual(t, s.deadline(-time.Hour), before)
+	assert.LessOrEqual(t, s.deadline(0), s.now())
+	assert.Equal(t, never, s.deadline(math.MaxInt64))
+	assert.Equal(t, never, s.deadline(time.Duration(never)))
+}
+
+func TestNeverDueTaskIsNotDispatchedEvenPastTheHorizon(t *testing.T) {
+	s := bare(LazyCancel)
+	_, err := s.ScheduleOne(func() {}, math.MaxInt64)
+	require.NoError(t, err)
+	s.step(math.MaxInt64) // a clock beyond the representable horizon
+	assert.Empty(t, s.dueQ.items)
+	assert.Equal(t, 1, s.Len())
+}
