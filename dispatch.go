@@ -54,6 +54,7 @@ func (q *dueQueue) take(buf []due) []due {
 // dispatch is the dispatcher goroutine.
 func (s *Scheduler) dispatch() {
 	defer close(s.dispatcherDone)
+	defer s.dropQueued()
 	var batch []due
 	for {
 		select {
@@ -74,6 +75,18 @@ func (s *Scheduler) dispatch() {
 			s.waiting.Add(-1)
 		}
 	}
+}
+
+// dropQueued releases the due jobs that shutting down keeps from ever
+// starting, once the owner can queue no more, so that they stop counting
+// as waiting.
+func (s *Scheduler) dropQueued() {
+	<-s.ownerDone
+	rest := s.dueQ.take(nil)
+	for _, d := range rest {
+		s.finish(d.slot, s.slab.at(d.slot))
+	}
+	s.waiting.Add(-int64(len(rest)))
 }
 
 // submit hands d to the pool. It reports false when the scheduler is

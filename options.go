@@ -68,6 +68,11 @@ func WithCancelStrategy(c CancelStrategy) Option {
 // scheduling. A non-blocking pool works too: when it reports overload the
 // Scheduler retries after a short back-off. If p is released while the
 // Scheduler runs, jobs that come due after that are dropped.
+//
+// Build p with ants.WithDisablePurge(true), as New does for its own pool:
+// in ants v2.12.1 a worker exiting after its idle expiry can leave a blocked
+// Submit asleep until the next purge, delaying due jobs by up to a purge
+// period while a worker slot is free.
 func WithPool(p *ants.Pool) Option {
 	return func(cfg *config) error {
 		if p == nil {
@@ -79,8 +84,10 @@ func WithPool(p *ants.Pool) Option {
 }
 
 // WithPoolOptions passes options to the ants pool that New creates, for
-// example ants.WithExpiryDuration or ants.WithPreAlloc. The pool's panic
-// handler never sees a job's panic; use WithPanicHandler for that.
+// example ants.WithPreAlloc. New's pool keeps idle workers instead of
+// purging them (see WithPool for why); ants.WithDisablePurge(false) here
+// turns purging back on. The pool's panic handler never sees a job's panic;
+// use WithPanicHandler for that.
 func WithPoolOptions(opts ...ants.Option) Option {
 	return func(cfg *config) error {
 		cfg.poolOptions = append(cfg.poolOptions, opts...)

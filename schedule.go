@@ -109,7 +109,13 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 	}
 	s.pool = s.cfg.pool
 	if s.pool == nil {
-		p, err := ants.NewPool(workers, s.cfg.poolOptions...)
+		// Idle workers are kept rather than purged. In ants v2.12.1 a worker
+		// that exits wakes a blocked Submit without holding the pool's lock,
+		// and that wake-up can be lost: the dispatcher would then wait a
+		// whole purge period with a worker slot free. WithPoolOptions can
+		// turn purging back on.
+		opts := append([]ants.Option{ants.WithDisablePurge(true)}, s.cfg.poolOptions...)
+		p, err := ants.NewPool(workers, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -223,8 +229,10 @@ func (s *Scheduler) wakeOwner() {
 // even when CancelTask is called from inside its own job. It does not wait
 // for a run already under way.
 //
-// It returns false for an unknown, finished or already cancelled task, for
-// 0, and after Shutdown.
+// A one-shot task stops being pending when it comes due: from then on it
+// runs as soon as a worker is free, and CancelTask returns false. It also
+// returns false for an unknown or already cancelled task, for 0, and after
+// Shutdown.
 func (s *Scheduler) CancelTask(id TaskID) bool {
 	t := s.slab.lookup(id)
 	if t == nil || s.closed.Load() {
@@ -265,7 +273,7 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 // Reset moves the next run of the pending task id to delay from now; a
 // repeating task then continues every interval from that run. It reports
 // false, and changes nothing, when id is not pending: unknown, cancelled, a
-// one-shot that has already started, or after Shutdown.
+// one-shot that has come due (see CancelTask), or after Shutdown.
 //
 // Reset is the heartbeat path and costs about as much as time.Timer.Reset:
 // it allocates nothing, and postponing a deadline (the usual case) does not
@@ -302,9 +310,9 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	return true
 }
 
-// Len returns the number of pending tasks: one-shot tasks not yet started
-// and repeating tasks not cancelled. Tombstones do not count. After
-// Shutdown it returns 0.
+// Len returns the number of pending tasks: one-shot tasks that have not
+// come due and repeating tasks not cancelled. Tombstones do not count.
+// After Shutdown it returns 0.
 func (s *Scheduler) Len() int {
 	if s.closed.Load() {
 		return 0
