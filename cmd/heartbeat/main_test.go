@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the run if a test leaves a goroutine behind, such as a
+// scheduler that was not shut down. Importing ants starts its package-level
+// default pool before any test runs; IgnoreCurrent ignores it.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
+
+// TestSimulation runs the default scenario, scaled down to 2,000 devices, on
+// the fake clock of a synctest bubble. The scheduler is created and shut
+// down inside the bubble. Every silent device must be detected exactly once
+// and at its deadline: on the fake clock a timeout runs at the instant it is
+// due, so any lateness beyond a few milliseconds is a bug.
+func TestSimulation(t *testing.T) {
+	for _, strategy := range []string{"default", "lazy", "eager"} {
+		t.Run(strategy, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var progress bytes.Buffer
+				cfg := DefaultConfig()
+				cfg.Devices = 2000
+				cfg.Strategy = strategy
+				cfg.Seed = 7
+				cfg.Progress = &progress
+
+				start := time.Now()
+				res, err := Run(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				took := time.Since(start)
+				t.Logf("%d/%d detected, %d heartbeats in %v, lateness p50 %v p99 %v max %v, stats %+v",
+					res.Detected, res.Expected, res.Heartbeats, took, res.LatenessP50, res.LatenessP99, res.LatenessMax, res.Stats)
+
+				if res.Expected != 200 {
+					t.Errorf("expected %d silent devices, want 200", res.Expected)
+				}
+				if res.Detected != res.Expected {
+					t.Errorf("detected %d silent devices, want %d; not detected: %v", res.Detected, res.Expected, res.Missing)
+				}
+				if res.FalseTimeouts != 0 {
+					t.Errorf("%d false timeouts (%d of live devices, %d early, %d failed Resets)",
+						res.FalseTimeouts, res.LiveTimeouts, res.EarlyTimeouts, res.FailedResets)
+				}
+				if res.DuplicateTimeouts != 0 {
+					t.Errorf("%d timeouts ran more than once", res.DuplicateTimeouts)
+				}
+				if res.ShutdownErr != nil {
+					t.Errorf("shutdown: %v", res.ShutdownErr)
+				}
+				if !res.OK() {
+					t.Error("OK() = false")
+				}
+				const tolerance = 5 * time.Millisecond
+				if res.LatenessMax > tolerance || res.LatenessP99 > res.LatenessMax || res.LatenessP50 > res.LatenessP99 {
+					t.Errorf("lateness p50 %v, p99 %v, max %v; want ordered and at most %v",
+						res.LatenessP50, res.LatenessP99, res.LatenessMax, tolerance)
+				}
+
+				// Every silent device fell silent before 10s, so the run
+				// ends 2s (timeout) and 500ms (grace) after that at most.
+				if took > cfg.Duration+cfg.Timeout+cfg.Grace+time.Second {
+					t.Errorf("run took %v of fake time", took)
+				}
+				// 1,800 live devices beat twice a second for the whole run;
+				// the silent ones stop half-way on average.
+				if min, max := uint64(1800*2*10), uint64(2000*2*13); res.Heartbeats < min || res.Heartbeats > max {
+					t.Errorf("%d heartbeats, want between %d and %d", res.Heartbeats, min, max)
+				}
+				if res.Stats.Pending != 1800 || res.Stats.Fired != 200 || res.Stats.Panics != 0 {
+					t.Errorf("stats before shutdown: %+v; want 1800 pending, 200 fired, no panics", res.Stats)
+				}
+
+				lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+				if want := int(took / cfg.ProgressEvery); len(lines) < want-1 || len(lines) > want+1 {
+					t.Errorf("%d progress lines in %v, want about %d", len(lines), took, want)
+				}
+				if !strings.Contains(lines[len(lines)-1], "timeouts 200") {
+					t.Errorf("last progress line %q does not show the 200 timeouts", lines[len(lines)-1])
+				}
+			})
+		})
+	}
+}
+
+// TestEdgeShares checks the extreme shares: nobody silent, everybody
+// silent.
+func TestEdgeShares(t *testing.T) {
+	for _, share := range []float64{0, 1} {
+		t.Run(fmt.Sprint(share), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := DefaultConfig()
+				cfg.Devices = 300
+				cfg.Silent = share
+				cfg.Duration = 3 * time.Second
+				res, err := Run(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := int(share * 300); res.Expected != want || !res.OK() {
+					t.Errorf("silent %v: expected %d, detected %d, %d false timeouts, %d repeated; want %d detected and nothing else",
+						share, res.Expected, res.Detected, res.FalseTimeouts, res.DuplicateTimeouts, want)
+				}
+			})
+		})
+	}
+}
+
+// TestRun runs the command as main does, on the fake clock, and checks its
+// report and exit status.
+func TestRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"-devices", "1000", "-duration", "3s", "-strategy", "eager", "-seed", "3"}, &stdout, &stderr)
+		if code != 0 {
+			t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+		}
+		out := stdout.String()
+		for _, want := range []string{
+			"strategy            eager",
+			"silent devices      100 detected, 100 expected",
+			"false timeouts      0 ",
+			"detection lateness  p50 ",
+			"memory per device   ",
+			"scheduler stats     pending 900,",
+			"result              PASS",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("report lacks %q:\n%s", want, out)
+			}
+		}
+		if !strings.Contains(stderr.String(), "heartbeats") {
+			t.Errorf("no progress on stderr:\n%s", &stderr)
+		}
+	})
+}
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string // empty: valid
+		check   func(Config) bool
+	}{
+		{args: nil, check: func(c Config) bool {
+			return c.Devices == 100_000 && c.Timeout == 2*time.Second && c.Heartbeat == 500*time.Millisecond &&
+				c.Silent == 0.1 && c.Duration == 10*time.Second && c.Strategy == "default" && c.Workers > 0
+		}},
+		{args: []string{"-devices", "5", "-timeout", "1m", "-heartbeat", "59s", "-silent", "1", "-duration", "1ms",
+			"-strategy", "eager", "-workers", "3", "-drivers", "1", "-grace", "1s", "-seed", "42"},
+			check: func(c Config) bool {
+				return c.Devices == 5 && c.Timeout == time.Minute && c.Heartbeat == 59*time.Second && c.Silent == 1 &&
+					c.Duration == time.Millisecond && c.Strategy == "eager" && c.Workers == 3 && c.Drivers == 1 &&
+					c.Grace == time.Second && c.Seed == 42
+			}},
+		{args: []string{"-strategy", "lazy", "-silent", "0"}, check: func(c Config) bool { return c.Strategy == "lazy" && c.Silent == 0 }},
+		{args: []string{"-devices", "0"}, wantErr: "devices must be positive"},
+		{args: []string{"-devices", "-3"}, wantErr: "devices must be positive"},
+		{args: []string{"-devices", "2000000000"}, wantErr: "devices must be at most"},
+		{args: []string{"-timeout", "0"}, wantErr: "timeout must be positive"},
+		{args: []string{"-heartbeat", "-1s"}, wantErr: "heartbeat must be positive"},
+		{args: []string{"-heartbeat", "2s"}, wantErr: "must be shorter than timeout"},
+		{args: []string{"-heartbeat", "3s", "-timeout", "1s"}, wantErr: "must be shorter than timeout"},
+		{args: []string{"-silent", "1.01"}, wantErr: "must be in [0, 1]"},
+		{args: []string{"-silent", "-0.1"}, wantErr: "must be in [0, 1]"},
+		{args: []string{"-silent", "NaN"}, wantErr: "must be in [0, 1]"},
+		{args: []string{"-duration", "0s"}, wantErr: "duration must be positive"},
+		{args: []string{"-grace", "0s"}, wantErr: "grace must be positive"},
+		{args: []string{"-strategy", "fast"}, wantErr: `strategy must be default, lazy or eager, got "fast"`},
+		{args: []string{"-strategy", ""}, wantErr: "strategy must be"},
+		{args: []string{"-workers", "0"}, wantErr: "workers must be positive"},
+		{args: []string{"-drivers", "-1"}, wantErr: "drivers must be positive"},
+		{args: []string{"-devices", "many"}, wantErr: "invalid value"},
+		{args: []string{"-timeout", "2"}, wantErr: "invalid value"},
+		{args: []string{"-nosuchflag"}, wantErr: "flag provided but not defined"},
+		{args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			cfg, err := parseFlags(tt.args, &out)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("error %v", err)
+				}
+				if !tt.check(cfg) {
+					t.Errorf("config %+v", cfg)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			// The command exits 2 on it, before simulating anything.
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != 2 {
+				t.Errorf("exit status %d, want 2", code)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("output on stdout: %q", &stdout)
+			}
+			if !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("stderr %q lacks %q", &stderr, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-h"}, &stdout, &stderr); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+	if !strings.Contains(stderr.String(), "-heartbeat period") {
+		t.Errorf("usage lacks the flags:\n%s", &stderr)
+	}
+	if _, err := parseFlags([]string{"-help"}, io.Discard); err != flag.ErrHelp {
+		t.Errorf("-help: error %v, want flag.ErrHelp", err)
+	}
+}
+
+func TestReportFailure(t *testing.T) {
+	res := &Result{
+		Config:   DefaultConfig(),
+		Expected: 10, Detected: 9,
+		FalseTimeouts: 2, LiveTimeouts: 1, FailedResets: 1,
+		Missing:      []DeviceReport{{Index: 4, SilentAt: time.Second, LastBeat: 900 * time.Millisecond, Deadline: 2900 * time.Millisecond}},
+		HeartbeatLag: time.Second,
+	}
+	if res.OK() {
+		t.Fatal("OK() = true")
+	}
+	var out bytes.Buffer
+	writeReport(&out, res)
+	for _, want := range []string{
+		"result              FAIL: detected 9 silent devices, expected 10; 2 false timeouts",
+		"not detected        device 4: silent at 1s, last heartbeat 900ms, deadline 2.9s, timeout ran 0 times",
+		"warning             heartbeats were sent up to 1s late (live devices time out at 1.5s late):",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, &out)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var s []int64
+	for i := range 100 {
+		s = append(s, int64(i+1))
+	}
+	for _, tt := range []struct {
+		p    int
+		data []int64
+		want time.Duration
+	}{
+		{50, s, 50}, {99, s, 99}, {100, s, 100}, {50, s[:1], 1}, {99, s[:3], 3}, {50, nil, 0},
+	} {
+		if got := percentile(tt.data, tt.p); got != tt.want {
+			t.Errorf("p%d of %d values = %v, want %v", tt.p, len(tt.data), got, tt.want)
+		}
+	}
+}
+
+func TestCommas(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0", 999: "999", 1000: "1,000", 123456: "123,456", 1234567: "1,234,567"} {
+		if got := commas(n); got != want {
+			t.Errorf("commas(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

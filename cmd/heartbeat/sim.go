@@ -1,0 +1,585 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-schedule/schedule"
+	"github.com/go-schedule/schedule/eagercancel"
+	"github.com/go-schedule/schedule/lazycancel"
+)
+
+// Config describes one simulation. The zero value is not valid; start from
+// DefaultConfig.
+type Config struct {
+	Devices   int           // devices simulated
+	Timeout   time.Duration // a device is dead after this long without a heartbeat
+	Heartbeat time.Duration // period of a live device's heartbeats
+	Silent    float64       // share of the devices that go silent, in [0, 1]
+	Duration  time.Duration // heartbeating phase; silent devices stop during it
+	Grace     time.Duration // extra wait after the last silent device's deadline
+	Strategy  string        // "default", "lazy" or "eager"
+	Workers   int           // size of the scheduler's worker pool
+	Drivers   int           // goroutines sending heartbeats
+	Seed      uint64        // seeds the choice of silent devices and all timings
+
+	// Progress, when not nil, receives a progress line every
+	// ProgressEvery while the simulation runs. With Interactive set the
+	// line is redrawn in place, as on a terminal.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	Interactive   bool
+
+	// MeasureMemory enables the heap measurements (each one a full GC).
+	MeasureMemory bool
+}
+
+// DefaultConfig returns the configuration of a plain `go run ./cmd/heartbeat`.
+func DefaultConfig() Config {
+	return Config{
+		Devices:       100_000,
+		Timeout:       2 * time.Second,
+		Heartbeat:     500 * time.Millisecond,
+		Silent:        0.1,
+		Duration:      10 * time.Second,
+		Grace:         500 * time.Millisecond,
+		Strategy:      "default",
+		Workers:       runtime.GOMAXPROCS(0),
+		Drivers:       runtime.GOMAXPROCS(0),
+		Seed:          1,
+		ProgressEvery: 500 * time.Millisecond,
+	}
+}
+
+// maxDevices keeps device indices in an int32 and well below what one
+// scheduler can hold.
+const maxDevices = 1 << 30
+
+// Validate reports the first setting that makes no sense.
+func (c Config) Validate() error {
+	switch {
+	case c.Devices <= 0:
+		return fmt.Errorf("devices must be positive, got %d", c.Devices)
+	case c.Devices > maxDevices:
+		return fmt.Errorf("devices must be at most %d, got %d", maxDevices, c.Devices)
+	case c.Timeout <= 0:
+		return fmt.Errorf("timeout must be positive, got %v", c.Timeout)
+	case c.Heartbeat <= 0:
+		return fmt.Errorf("heartbeat must be positive, got %v", c.Heartbeat)
+	case c.Heartbeat >= c.Timeout:
+		return fmt.Errorf("heartbeat (%v) must be shorter than timeout (%v), or live devices time out between heartbeats", c.Heartbeat, c.Timeout)
+	case math.IsNaN(c.Silent) || c.Silent < 0 || c.Silent > 1:
+		return fmt.Errorf("silent is a share of the devices and must be in [0, 1], got %v", c.Silent)
+	case c.Duration <= 0:
+		return fmt.Errorf("duration must be positive, got %v", c.Duration)
+	case c.Grace <= 0:
+		return fmt.Errorf("grace must be positive, got %v", c.Grace)
+	case c.Workers <= 0:
+		return fmt.Errorf("workers must be positive, got %d", c.Workers)
+	case c.Drivers <= 0:
+		return fmt.Errorf("drivers must be positive, got %d", c.Drivers)
+	case c.Progress != nil && c.ProgressEvery <= 0:
+		return fmt.Errorf("progress interval must be positive, got %v", c.ProgressEvery)
+	}
+	_, err := constructor(c.Strategy)
+	return err
+}
+
+// constructor returns the scheduler constructor of the named strategy.
+func constructor(strategy string) (func(int, ...schedule.Option) (*schedule.Scheduler, error), error) {
+	switch strategy {
+	case "default":
+		return schedule.New, nil
+	case "lazy":
+		return lazycancel.New, nil
+	case "eager":
+		return eagercancel.New, nil
+	}
+	return nil, fmt.Errorf("strategy must be default, lazy or eager, got %q", strategy)
+}
+
+// Result is what a simulation observed. Times are measured on the clock
+// the simulation ran on, which is fake inside a synctest bubble.
+type Result struct {
+	Config     Config
+	GOMAXPROCS int
+
+	// Expected is the number of devices chosen to go silent, Detected the
+	// number of those whose timeout ran exactly once, after their last
+	// heartbeat and their deadline.
+	Expected, Detected int
+	// FalseTimeouts counts timeouts that ran for a device that was still
+	// heartbeating (LiveTimeouts), timeouts that ran before the device's
+	// deadline (EarlyTimeouts), and heartbeats whose Reset reported false
+	// for a device that was still heartbeating (FailedResets).
+	FalseTimeouts                             int
+	LiveTimeouts, EarlyTimeouts, FailedResets int
+	// DuplicateTimeouts counts timeouts that ran again for a device whose
+	// timeout had already run.
+	DuplicateTimeouts int
+	// Missing lists up to a few silent devices that were not detected.
+	Missing []DeviceReport
+
+	// Detection lateness: when the timeout ran, minus the device's last
+	// heartbeat plus the timeout. Over the detected devices.
+	LatenessP50, LatenessP99, LatenessMax time.Duration
+
+	Registration time.Duration // scheduling one timeout per device
+	Elapsed      time.Duration // heartbeating phase, including the wait for the last deadlines
+	Heartbeats   uint64        // Reset calls
+	PerSecond    float64       // Heartbeats / Elapsed
+	// HeartbeatLag is the longest a heartbeat was sent after its planned
+	// moment. When it nears Timeout - Heartbeat the machine cannot keep up
+	// with the planned load, and live devices may time out.
+	HeartbeatLag time.Duration
+
+	// Heap growth after a GC, divided by Devices: once every device has a
+	// pending timeout (MemRegistered), and at the end of the run, before
+	// shutdown, when only live devices are pending (MemEnd). The growth is
+	// the scheduler plus each device's timeout job (a method value, 16
+	// bytes); the simulation's own per-device state is allocated before the
+	// baseline. Zero unless Config.MeasureMemory.
+	MemRegistered, MemEnd float64
+
+	Stats       schedule.Stats // just before shutdown
+	ShutdownErr error
+}
+
+// OK reports whether the run found exactly the silent devices, once each,
+// and nothing else.
+func (r *Result) OK() bool {
+	return r.Detected == r.Expected && r.FalseTimeouts == 0 && r.DuplicateTimeouts == 0 && r.ShutdownErr == nil
+}
+
+// DeviceReport describes one device, for diagnosing a failed run. Times are
+// offsets from the start of the heartbeating phase.
+type DeviceReport struct {
+	Index    int
+	SilentAt time.Duration // planned moment of silence
+	LastBeat time.Duration // last heartbeat, or registration
+	Deadline time.Duration // LastBeat + Timeout
+	Timeouts int32         // how often its timeout ran
+}
+
+func (d DeviceReport) String() string {
+	return fmt.Sprintf("device %d: silent at %v, last heartbeat %v, deadline %v, timeout ran %d times",
+		d.Index, d.SilentAt, d.LastBeat, d.Deadline, d.Timeouts)
+}
+
+// device is the simulated state of one device. Times are nanoseconds on the
+// simulation's clock (see sim.now).
+type device struct {
+	sim      *sim
+	id       schedule.TaskID // its timeout task; set before heartbeats start
+	phase    int64           // offset of its heartbeats within the period
+	silentAt int64           // when it goes silent; math.MaxInt64 if never
+
+	lastBeat atomic.Int64 // written by its driver, read by its timeout
+	stopped  atomic.Bool  // set by its driver once it has gone silent
+	timeouts atomic.Int32 // timeout runs
+	lateness atomic.Int64 // of its first, valid, timeout run
+}
+
+// driverStats are a driver's counters, padded so that drivers do not
+// share cache lines.
+type driverStats struct {
+	beats  atomic.Uint64 // Reset calls
+	lag    atomic.Int64  // how late the latest heartbeat was sent
+	maxLag atomic.Int64
+	_      [40]byte
+}
+
+type sim struct {
+	cfg     Config
+	sched   *schedule.Scheduler
+	devs    []device
+	base    time.Time
+	timeout int64
+	period  int64
+	nSilent int
+
+	// allSilent is closed once every silent device has stopped, and stop
+	// when the drivers are to stop.
+	silenced  atomic.Int64
+	allSilent chan struct{}
+	stop      chan struct{}
+
+	drivers   []driverStats
+	fired     atomic.Int64
+	detected  atomic.Int64
+	live      atomic.Int64 // timeouts of live devices
+	early     atomic.Int64
+	dups      atomic.Int64
+	failedRst atomic.Int64
+}
+
+func (s *sim) now() int64 { return int64(time.Since(s.base)) }
+
+// Run runs the simulation described by cfg.
+func Run(cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &sim{
+		cfg:     cfg,
+		devs:    make([]device, cfg.Devices),
+		timeout: int64(cfg.Timeout),
+		period:  int64(cfg.Heartbeat),
+		drivers: make([]driverStats, cfg.Drivers),
+	}
+	res := &Result{Config: cfg, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+
+	// Plan every device: its heartbeat phase, and for the silent ones the
+	// moment they stop, all relative to the start of the heartbeats.
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6865617274626561))
+	nSilent := int(math.Round(cfg.Silent * float64(cfg.Devices)))
+	res.Expected = nSilent
+	perm := rng.Perm(cfg.Devices)
+	isSilent := make([]bool, cfg.Devices)
+	for _, i := range perm[:nSilent] {
+		isSilent[i] = true
+	}
+	perm = nil
+	for i := range s.devs {
+		d := &s.devs[i]
+		d.phase = rng.Int64N(s.period)
+		d.silentAt = math.MaxInt64
+		if isSilent[i] {
+			d.silentAt = rng.Int64N(int64(cfg.Duration))
+		}
+	}
+	isSilent = nil
+
+	// Shard the devices over the drivers, each walking its shard in
+	// heartbeat order.
+	shards := make([][]int32, cfg.Drivers)
+	for i := range s.devs {
+		shards[i%cfg.Drivers] = append(shards[i%cfg.Drivers], int32(i))
+	}
+	for _, sh := range shards {
+		slices.SortFunc(sh, func(a, b int32) int { return cmp.Compare(s.devs[a].phase, s.devs[b].phase) })
+	}
+
+	var heapBase uint64
+	if cfg.MeasureMemory {
+		heapBase = heapAlloc()
+	}
+	mk, err := constructor(cfg.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := mk(cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	s.sched = sched
+	shutdown := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return sched.ShutdownContext(ctx)
+	}
+
+	// Every device connects: its timeout is scheduled, and the connection
+	// counts as its first sign of life.
+	s.base = time.Now()
+	for i := range s.devs {
+		d := &s.devs[i]
+		d.sim = s
+		d.lateness.Store(-1)
+		d.lastBeat.Store(s.now())
+		id, err := sched.ScheduleOne(d.timedOut, cfg.Timeout)
+		if err != nil {
+			_ = shutdown()
+			return nil, fmt.Errorf("scheduling the timeout of device %d: %w", i, err)
+		}
+		d.id = id
+	}
+	t0 := s.now()
+	res.Registration = time.Duration(t0)
+	if cfg.MeasureMemory {
+		// Let the owner goroutine take in every new task first, so that
+		// the heap and not the request queue is measured.
+		for range 1000 {
+			if sched.Stats().HeapEntries >= cfg.Devices {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		res.MemRegistered = perDevice(heapAlloc(), heapBase, cfg.Devices)
+		t0 = s.now() // the GC does not count as heartbeating time
+	}
+	if t0 >= int64(cfg.Timeout-cfg.Heartbeat)/2 {
+		_ = shutdown()
+		return nil, fmt.Errorf("scheduling %d timeouts took %v, too close to timeout - heartbeat (%v): the first devices could time out before their first heartbeat; use fewer devices or a longer timeout",
+			cfg.Devices, time.Duration(t0), cfg.Timeout-cfg.Heartbeat)
+	}
+	// Make the plan absolute.
+	for i := range s.devs {
+		d := &s.devs[i]
+		d.phase += t0
+		if d.silentAt != math.MaxInt64 {
+			d.silentAt += t0
+		}
+	}
+	s.nSilent = nSilent
+	s.allSilent = make(chan struct{})
+	s.stop = make(chan struct{})
+	if nSilent == 0 {
+		close(s.allSilent)
+	}
+
+	var wg sync.WaitGroup
+	for k, sh := range shards {
+		wg.Go(func() { s.drive(sh, &s.drivers[k]) })
+	}
+	// The run lasts Duration at least, and until the deadline of every
+	// silent device, plus Grace, has passed. The live devices keep
+	// heartbeating until then.
+	done := make(chan struct{})
+	go func() {
+		<-s.allSilent
+		end := t0 + int64(cfg.Duration)
+		for i := range s.devs {
+			if d := &s.devs[i]; d.silentAt != math.MaxInt64 {
+				end = max(end, d.lastBeat.Load()+s.timeout+int64(cfg.Grace))
+			}
+		}
+		if d := end - s.now(); d > 0 {
+			time.Sleep(time.Duration(d))
+		}
+		close(s.stop)
+		wg.Wait()
+		close(done)
+	}()
+	s.progress(done, t0)
+	elapsed := s.now() - t0
+
+	// Every silent device's deadline has passed; the live ones are still
+	// pending.
+	res.Stats = sched.Stats()
+	if cfg.MeasureMemory {
+		res.MemEnd = perDevice(heapAlloc(), heapBase, cfg.Devices)
+	}
+	res.ShutdownErr = shutdown()
+	runtime.KeepAlive(s.devs)
+
+	res.Elapsed = time.Duration(elapsed)
+	res.Heartbeats = s.heartbeats()
+	_, maxLag := s.lag()
+	res.HeartbeatLag = time.Duration(maxLag)
+	if elapsed > 0 {
+		res.PerSecond = float64(res.Heartbeats) / time.Duration(elapsed).Seconds()
+	}
+	res.Detected = int(s.detected.Load())
+	res.LiveTimeouts = int(s.live.Load())
+	res.EarlyTimeouts = int(s.early.Load())
+	res.FailedResets = int(s.failedRst.Load())
+	res.FalseTimeouts = res.LiveTimeouts + res.EarlyTimeouts + res.FailedResets
+	res.DuplicateTimeouts = int(s.dups.Load())
+
+	late := make([]int64, 0, nSilent)
+	for i := range s.devs {
+		d := &s.devs[i]
+		if d.silentAt == math.MaxInt64 {
+			continue
+		}
+		if l := d.lateness.Load(); l >= 0 {
+			late = append(late, l)
+		} else if len(res.Missing) < 5 {
+			lb := d.lastBeat.Load()
+			res.Missing = append(res.Missing, DeviceReport{
+				Index:    i,
+				SilentAt: time.Duration(d.silentAt - t0),
+				LastBeat: time.Duration(lb - t0),
+				Deadline: time.Duration(lb + s.timeout - t0),
+				Timeouts: d.timeouts.Load(),
+			})
+		}
+	}
+	slices.Sort(late)
+	res.LatenessP50 = percentile(late, 50)
+	res.LatenessP99 = percentile(late, 99)
+	if len(late) > 0 {
+		res.LatenessMax = time.Duration(late[len(late)-1])
+	}
+	return res, nil
+}
+
+// timedOut is the timeout job of d. It classifies the run: a detection if
+// the device has gone silent and its deadline has passed, a false timeout
+// otherwise.
+func (d *device) timedOut() {
+	s := d.sim
+	now := s.now()
+	s.fired.Add(1)
+	if d.timeouts.Add(1) > 1 {
+		s.dups.Add(1)
+		return
+	}
+	if d.silentAt == math.MaxInt64 || !d.stopped.Load() {
+		s.live.Add(1)
+		return
+	}
+	late := now - (d.lastBeat.Load() + s.timeout)
+	if late < 0 {
+		s.early.Add(1)
+		return
+	}
+	d.lateness.Store(late)
+	s.detected.Add(1)
+}
+
+// drive sends the heartbeats of the devices in shard, sorted by phase, until
+// s.stop is closed. A device's heartbeats are due at phase + k·period; a
+// silent device sends none from its silentAt on.
+func (s *sim) drive(shard []int32, st *driverStats) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for k := int64(0); ; k++ {
+		cycle := k * s.period
+		kept := shard[:0]
+		for _, i := range shard {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			d := &s.devs[i]
+			due := d.phase + cycle
+			now := s.now()
+			if due > now {
+				timer.Reset(time.Duration(due - now))
+				select {
+				case <-timer.C:
+				case <-s.stop:
+					return
+				}
+				now = s.now()
+			}
+			if lag := now - due; lag >= 0 {
+				st.lag.Store(lag)
+				if lag > st.maxLag.Load() {
+					st.maxLag.Store(lag)
+				}
+			}
+			if due >= d.silentAt {
+				d.stopped.Store(true)
+				if s.silenced.Add(1) == int64(s.nSilent) {
+					close(s.allSilent)
+				}
+				continue
+			}
+			d.lastBeat.Store(now)
+			if !s.sched.Reset(d.id, s.cfg.Timeout) {
+				s.failedRst.Add(1)
+			}
+			st.beats.Add(1)
+			kept = append(kept, i)
+		}
+		shard = kept
+		if len(shard) == 0 {
+			<-s.stop
+			return
+		}
+	}
+}
+
+func (s *sim) heartbeats() uint64 {
+	var n uint64
+	for i := range s.drivers {
+		n += s.drivers[i].beats.Load()
+	}
+	return n
+}
+
+// lag returns the largest current and all-time lags of the drivers.
+func (s *sim) lag() (cur, all int64) {
+	for i := range s.drivers {
+		cur = max(cur, s.drivers[i].lag.Load())
+		all = max(all, s.drivers[i].maxLag.Load())
+	}
+	return cur, all
+}
+
+// progress reports on s.cfg.Progress until done is closed.
+func (s *sim) progress(done <-chan struct{}, t0 int64) {
+	w := s.cfg.Progress
+	if w == nil {
+		<-done
+		return
+	}
+	ticker := time.NewTicker(s.cfg.ProgressEvery)
+	defer ticker.Stop()
+	prevT, prevN := t0, uint64(0)
+	for {
+		select {
+		case <-done:
+			if s.cfg.Interactive {
+				fmt.Fprintln(w)
+			}
+			return
+		case <-ticker.C:
+		}
+		now, n := s.now(), s.heartbeats()
+		rate := 0.0
+		if now > prevT {
+			rate = float64(n-prevN) / time.Duration(now-prevT).Seconds()
+		}
+		prevT, prevN = now, n
+		lag, _ := s.lag()
+		line := fmt.Sprintf("%6.1fs  heartbeats %s (%s/s, %v behind)  timeouts %s  pending %s",
+			time.Duration(now-t0).Seconds(), commas(n), commas(uint64(rate)), round(time.Duration(lag)),
+			commas(uint64(s.fired.Load())), commas(uint64(s.sched.Len())))
+		if s.cfg.Interactive {
+			fmt.Fprintf(w, "\r\033[K%s", line)
+		} else {
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// percentile returns the p-th percentile (nearest rank) of sorted.
+func percentile(sorted []int64, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 · n)
+	return time.Duration(sorted[max(rank, 1)-1])
+}
+
+func heapAlloc() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func perDevice(now, base uint64, devices int) float64 {
+	if now < base {
+		return 0
+	}
+	return float64(now-base) / float64(devices)
+}
+
+// commas formats n with thousands separators.
+func commas(n uint64) string {
+	s := fmt.Sprint(n)
+	out := make([]byte, 0, len(s)+len(s)/3)
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
