@@ -140,10 +140,24 @@ func (h *deadlineHeap) heapify() {
 // quarter of its capacity is used, the slice is copied into one twice the
 // length. Growth and shrinkage together stay amortised O(1) per entry.
 func (h *deadlineHeap) shrink() {
-	const minCap = 256
-	if c := cap(h.items); c > minCap && len(h.items) < c/4 {
-		items := make([]entry, len(h.items), max(2*len(h.items), minCap))
-		copy(items, h.items)
-		h.items = items
+	if c := cap(h.items); c > minHeapCap && len(h.items) < c/4 {
+		h.resize(2 * len(h.items))
 	}
+}
+
+// trim fits the capacity to the length plus an eighth, for use after an
+// O(n) rebuild that dropped many entries (the copy costs no more than the
+// rebuild did).
+func (h *deadlineHeap) trim() {
+	if want := len(h.items) + len(h.items)/8; cap(h.items) > want+minHeapCap {
+		h.resize(want)
+	}
+}
+
+const minHeapCap = 256
+
+func (h *deadlineHeap) resize(n int) {
+	items := make([]entry, len(h.items), max(n, minHeapCap))
+	copy(items, h.items)
+	h.items = items
 }

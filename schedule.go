@@ -657,5 +657,5 @@ func (s *Scheduler) compact() {
 	}
 	s.heap.items = items[:kept]
 	s.heap.heapify()
-	s.heap.shrink()
+	s.heap.trim()
 }
