@@ -1,0 +1,343 @@
+// Command bench compares go-schedule with the Go runtime's timers and with
+// timing-wheel libraries on the workloads go-schedule is built for: adding
+// far-future one-shots, re-arming heartbeat timeouts, firing, parallel
+// adds, idling with a million pending deadlines, and exactly-once timeouts
+// under heartbeats.
+//
+// Run it from the bench directory:
+//
+//	go run .          # full run, writes results/ (about 20 minutes on 2 cores)
+//	go run . -quick   # small run for CI, writes to a temporary directory
+//
+// Every (implementation, workload, repetition) runs in its own child
+// process, so that memory figures do not mix; the parent re-executes its own
+// binary, collects the JSON each child prints, and writes results.json,
+// results.md and a chart.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	var c config
+	quick := flag.Bool("quick", false, "small sizes and one repetition, for CI (under two minutes)")
+	count := flag.Int("count", 0, "repetitions of every measurement (default 3, 1 with -quick)")
+	out := flag.String("out", "", "output directory (default results, or a temporary directory with -quick)")
+	only := flag.String("impl", "", "comma-separated implementations to run (default all)")
+	wls := flag.String("workload", "", "comma-separated workloads to run (default all)")
+	timeout := flag.Duration("timeout", 3*time.Minute, "limit for one child process (stalls are caught sooner by the child's watchdog)")
+	flag.IntVar(&c.Workers, "workers", 64, "pool size for implementations with a worker pool")
+	flag.IntVar(&c.AddN, "add", 0, "add: timers (default 1000000, 100000 with -quick)")
+	flag.IntVar(&c.Devices, "devices", 0, "heartbeat: devices (default 1000000, 100000 with -quick)")
+	flag.IntVar(&c.Heartbeats, "heartbeats", 0, "heartbeat: heartbeats (default 2000000, 200000 with -quick)")
+	flag.IntVar(&c.FireN, "fire", 0, "fire: deadlines (default 200000, 20000 with -quick)")
+	flag.DurationVar(&c.FireWindow, "fire-window", 0, "fire: window the deadlines spread over (default 2s, 1s with -quick)")
+	flag.IntVar(&c.ParallelN, "parallel", 0, "parallel: timers (default 1000000, 100000 with -quick)")
+	flag.IntVar(&c.IdleN, "idle-n", 0, "idle: pending deadlines (default 1000000, 100000 with -quick)")
+	flag.DurationVar(&c.Idle, "idle", 0, "idle: measured idle period (default 10s, 1s with -quick)")
+	flag.IntVar(&c.CorrectDevices, "correct-devices", 0, "correctness: devices (default 10000, 2000 with -quick)")
+	flag.DurationVar(&c.CorrectFor, "correct-for", 0, "correctness: heartbeat period (default 1s, 500ms with -quick)")
+	flag.Uint64Var(&c.Seed, "seed", 1, "random seed")
+	render := flag.String("render", "", "re-render results.md and the chart from this results.json, without measuring")
+	childImpl := flag.String("child-impl", "", "internal: run one measurement in this process")
+	childWorkload := flag.String("child-workload", "", "internal: workload of the child measurement")
+	childRun := flag.Int("child-run", 0, "internal: repetition number of the child measurement")
+	flag.DurationVar(&stallLimit, "stall", 0, "report a child as stuck after this long without progress (default 20s, 6s with -quick)")
+	cpuProfile := flag.String("cpuprofile", "", "with -child-impl: write a CPU profile of the measurement to this file")
+	flag.Parse()
+
+	c.applyDefaults(*quick)
+	if stallLimit <= 0 {
+		stallLimit = 20 * time.Second
+		if *quick {
+			stallLimit = 6 * time.Second
+		}
+	}
+	sortWorkloads()
+	if *childImpl != "" {
+		runChild(*childImpl, *childWorkload, *childRun, c, *cpuProfile)
+		// Exit at once: an implementation's goroutines may still be busy.
+		os.Exit(0)
+	}
+	if *count <= 0 {
+		*count = 3
+		if *quick {
+			*count = 1
+		}
+	}
+	dir := *out
+	if dir == "" {
+		dir = "results"
+		if *quick {
+			d, err := os.MkdirTemp("", "schedule-bench-")
+			if err != nil {
+				fatal(err)
+			}
+			dir = d
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fatal(err)
+	}
+	if *render != "" {
+		rep, err := loadReport(*render)
+		if err != nil {
+			fatal(err)
+		}
+		if err := rep.write(dir); err != nil {
+			fatal(err)
+		}
+		return
+	}
+	impls, err := selectNames(*only, implNames())
+	if err != nil {
+		fatal(err)
+	}
+	var wnames []string
+	for _, w := range workloads {
+		wnames = append(wnames, w.Name)
+	}
+	wsel, err := selectNames(*wls, wnames)
+	if err != nil {
+		fatal(err)
+	}
+
+	rep := &report{
+		Command: commandLine(),
+		Date:    time.Now().UTC().Format(time.RFC3339),
+		Machine: machineInfo(),
+		Config:  c,
+		Count:   *count,
+		Quick:   *quick,
+	}
+	if err := runAll(rep, impls, wsel, c, *count, *timeout); err != nil {
+		fatal(err)
+	}
+	if err := rep.write(dir); err != nil {
+		fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "results in %s\n", dir)
+	if rep.failedRuns() > 0 {
+		fmt.Fprintf(os.Stderr, "%d runs failed (see results.md)\n", rep.failedRuns())
+	}
+	if bad := rep.ownFailures(); len(bad) > 0 {
+		fmt.Fprintf(os.Stderr, "go-schedule itself failed:\n  %s\n", strings.Join(bad, "\n  "))
+		os.Exit(2)
+	}
+}
+
+// applyDefaults fills every size left at zero.
+func (c *config) applyDefaults(quick bool) {
+	pick := func(p *int, full, small int) {
+		if *p <= 0 {
+			*p = full
+			if quick {
+				*p = small
+			}
+		}
+	}
+	pickD := func(p *time.Duration, full, small time.Duration) {
+		if *p <= 0 {
+			*p = full
+			if quick {
+				*p = small
+			}
+		}
+	}
+	pick(&c.AddN, 1_000_000, 100_000)
+	pick(&c.Devices, 1_000_000, 100_000)
+	pick(&c.Heartbeats, 2_000_000, 200_000)
+	pick(&c.FireN, 200_000, 20_000)
+	pickD(&c.FireWindow, 2*time.Second, time.Second)
+	pick(&c.ParallelN, 1_000_000, 100_000)
+	pick(&c.IdleN, 1_000_000, 100_000)
+	pickD(&c.Idle, 10*time.Second, time.Second)
+	pick(&c.CorrectDevices, 10_000, 2_000)
+	pickD(&c.CorrectFor, time.Second, 500*time.Millisecond)
+}
+
+// childArgs are the flags that make a child run one measurement with the
+// parent's sizes.
+func childArgs(im, wl string, run int, c config) []string {
+	return []string{
+		"-child-impl", im, "-child-workload", wl, "-child-run", strconv.Itoa(run),
+		"-workers", strconv.Itoa(c.Workers),
+		"-add", strconv.Itoa(c.AddN),
+		"-devices", strconv.Itoa(c.Devices),
+		"-heartbeats", strconv.Itoa(c.Heartbeats),
+		"-fire", strconv.Itoa(c.FireN),
+		"-fire-window", c.FireWindow.String(),
+		"-parallel", strconv.Itoa(c.ParallelN),
+		"-idle-n", strconv.Itoa(c.IdleN),
+		"-idle", c.Idle.String(),
+		"-correct-devices", strconv.Itoa(c.CorrectDevices),
+		"-correct-for", c.CorrectFor.String(),
+		"-seed", strconv.FormatUint(c.Seed, 10),
+		"-stall", stallLimit.String(),
+	}
+}
+
+// runAll runs every selected measurement, repetitions interleaved so that
+// a noisy stretch of time does not hit one implementation only.
+func runAll(rep *report, impls, wls []string, c config, count int, timeout time.Duration) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	type job struct {
+		impl, wl string
+		run      int
+	}
+	var jobs []job
+	for run := 1; run <= count; run++ {
+		for _, wl := range wls {
+			w, _ := findWorkload(wl)
+			for _, im := range impls {
+				if w.Skip != nil && w.Skip(registry[im]) != "" {
+					if run == 1 {
+						rep.Runs = append(rep.Runs, runResult{Impl: im, Workload: wl, Run: run, Skipped: w.Skip(registry[im])})
+					}
+					continue
+				}
+				jobs = append(jobs, job{im, wl, run})
+			}
+		}
+	}
+	p := newProgress(os.Stderr, len(jobs))
+	for _, j := range jobs {
+		p.step(fmt.Sprintf("run %d/%d  %-20s %s", j.run, count, j.wl, j.impl))
+		res := runOne(exe, j.impl, j.wl, j.run, c, timeout)
+		rep.Runs = append(rep.Runs, res)
+		outcome := ""
+		switch {
+		case res.Error != "":
+			outcome = fmt.Sprintf("%s/%s run %d failed: %s", j.wl, j.impl, j.run, firstLine(res.Error))
+		case len(res.Notes) > 0:
+			outcome = fmt.Sprintf("%s/%s run %d: %s", j.wl, j.impl, j.run, strings.Join(res.Notes, "; "))
+		}
+		p.finish(outcome)
+	}
+	p.end()
+	return nil
+}
+
+// runOne runs one child and returns its result, turning a crash, a timeout
+// or unreadable output into a failed result.
+func runOne(exe, im, wl string, run int, c config, timeout time.Duration) runResult {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, childArgs(im, wl, run, c)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	load := loadAvg()
+	start := time.Now()
+	outb, err := cmd.Output()
+	wall := time.Since(start).Seconds()
+	res := runResult{Impl: im, Workload: wl, Run: run, WallSeconds: wall, Load1: load}
+	if ctx.Err() != nil {
+		res.Error = fmt.Sprintf("did not finish within %v", timeout)
+		return res
+	}
+	if jerr := json.Unmarshal(outb, &res); jerr != nil {
+		res.Error = fmt.Sprintf("child failed (%v): %s", err, tail(stderr.String(), 400))
+		return res
+	}
+	res.WallSeconds, res.Load1 = wall, load
+	return res
+}
+
+// loadAvg returns the 1-minute load average, or 0 where it is unknown.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b) + " 0")[0], 64)
+	return f
+}
+
+// selectNames returns the comma-separated names in list (all when list is
+// empty), in the order of all.
+func selectNames(list string, all []string) ([]string, error) {
+	if list == "" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		want[strings.TrimSpace(n)] = true
+	}
+	var out []string
+	for _, n := range all {
+		if want[n] {
+			out = append(out, n)
+			delete(want, n)
+		}
+	}
+	for n := range want {
+		return nil, fmt.Errorf("unknown name %q (have: %s)", n, strings.Join(all, ", "))
+	}
+	return out, nil
+}
+
+// machineInfo describes the machine for the report.
+func machineInfo() machine {
+	m := machine{
+		CPU: "unknown", Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// commandLine is the command as a user would type it from the bench
+// directory.
+func commandLine() string {
+	args := []string{"go", "run", "."}
+	skip := false
+	for _, a := range os.Args[1:] {
+		switch {
+		case skip:
+			skip = false
+		case a == "-out" || a == "--out":
+			skip = true
+		case strings.HasPrefix(a, "-out=") || strings.HasPrefix(a, "--out="):
+		default:
+			args = append(args, a)
+		}
+	}
+	return strings.Join(args, " ")
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
