@@ -155,15 +155,8 @@ func (s *Scheduler) call(id TaskID, job func()) {
 // finish clears the running flag of the task in slot; if the owner has
 // already let go of it, the slot is freed here.
 func (s *Scheduler) finish(slot uint32, t *task) {
-	for {
-		w := t.word.Load()
-		nw := w &^ flagRunning
-		if t.word.CompareAndSwap(w, nw) {
-			if nw&flagOwned == 0 {
-				s.free(slot, t)
-			}
-			return
-		}
+	if t.letGo(flagRunning) {
+		s.free(slot, t)
 	}
 }
 

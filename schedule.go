@@ -582,15 +582,8 @@ func nextRun(when, interval, now int64) (next int64, missed int64) {
 // drop releases the owner's reference to t, whose entry has left the heap
 // (or never entered it). The slot is freed once no worker runs it either.
 func (s *Scheduler) drop(slot uint32, t *task) {
-	for {
-		w := t.word.Load()
-		nw := w &^ flagOwned
-		if t.word.CompareAndSwap(w, nw) {
-			if nw&flagRunning == 0 {
-				s.freed = append(s.freed, slot)
-			}
-			return
-		}
+	if t.letGo(flagOwned) {
+		s.freed = append(s.freed, slot)
 	}
 }
 

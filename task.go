@@ -77,5 +77,18 @@ type task struct {
 	interval int64 // nanoseconds; 0 for a one-shot task
 }
 
+// letGo clears one holder's flag, flagOwned or flagRunning, and reports
+// whether that left the slot with no holder, so that the caller must free it.
+// Exactly one of the two holders sees true.
+func (t *task) letGo(flag uint64) bool {
+	for {
+		w := t.word.Load()
+		nw := w &^ flag
+		if t.word.CompareAndSwap(w, nw) {
+			return nw&(flagOwned|flagRunning) == 0
+		}
+	}
+}
+
 // noIndex marks a task that has no entry in an eager heap.
 const noIndex = math.MaxUint32
