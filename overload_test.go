@@ -33,6 +33,17 @@ func newBubbleScheduler(t *testing.T, strategy schedule.CancelStrategy, workers 
 	return s
 }
 
+// bubblePerStrategy runs f once per cancel strategy, each time in a
+// subtest of its own inside a fresh synctest bubble.
+func bubblePerStrategy(t *testing.T, f func(t *testing.T, strategy schedule.CancelStrategy)) {
+	t.Helper()
+	for _, strategy := range bothStrategies {
+		t.Run(strategy.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { f(t, strategy) })
+		})
+	}
+}
+
 // blockingJob returns a job that blocks until release is called, and release.
 // The release runs at cleanup too, so a failing test does not hang.
 func blockingJob(t *testing.T) (job func(), release func()) {
@@ -52,178 +63,162 @@ func TestOverloadedPoolRunsEveryDueJobInDeadlineOrder(t *testing.T) {
 	if testing.Short() {
 		n = 10_000
 	}
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				block, release := blockingJob(t)
-				s := newBubbleScheduler(t, strategy, 1)
-				_, err := s.ScheduleOne(block, 0)
-				require.NoError(t, err)
+	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
+		block, release := blockingJob(t)
+		s := newBubbleScheduler(t, strategy, 1)
+		_, err := s.ScheduleOne(block, 0)
+		require.NoError(t, err)
 
-				// Deadlines 1ms + i·10µs, scheduled in random order so that
-				// only the heap can put them back in order.
-				var mu sync.Mutex
-				order := make([]int, 0, n)
-				ids := make([]schedule.TaskID, n)
-				perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
-				for _, i := range perm {
-					ids[i], err = s.ScheduleOne(func() {
-						mu.Lock()
-						order = append(order, i)
-						mu.Unlock()
-					}, time.Millisecond+time.Duration(i)*10*time.Microsecond)
-					require.NoError(t, err)
-				}
-				time.Sleep(time.Millisecond + time.Duration(n)*10*time.Microsecond)
-				synctest.Wait()
-
-				st := s.Stats()
-				assert.Equal(t, n, st.Waiting, "every due job waits for the worker")
-				assert.Equal(t, 1, st.Running)
-				assert.Equal(t, uint64(1), st.Fired)
-				assert.Zero(t, s.Len(), "due one-shots are no longer pending")
-				// A one-shot handed to the pool can no longer be stopped or
-				// moved; it still runs (checked below).
-				assert.False(t, s.CancelTask(ids[n-1]), "CancelTask of a dispatched one-shot")
-				assert.False(t, s.Reset(ids[n-1], time.Hour), "Reset of a dispatched one-shot")
-
-				// Scheduling, cancelling and resetting must not wait for the
-				// pool. A call that blocked would leave done false here.
-				var done atomic.Bool
-				go func() {
-					for range 1000 {
-						id, err := s.ScheduleOne(func() {}, time.Hour)
-						if err != nil || !s.Reset(id, 2*time.Hour) || !s.CancelTask(id) {
-							return
-						}
-					}
-					done.Store(true)
-				}()
-				synctest.Wait()
-				assert.True(t, done.Load(), "ScheduleOne/Reset/CancelTask blocked while the pool was full")
-
-				release()
-				synctest.Wait()
-				st = s.Stats()
-				assert.Equal(t, uint64(n+1), st.Fired, "no due job is lost")
-				assert.Zero(t, st.Waiting)
-				assert.Zero(t, st.Running)
-				assert.Greater(t, st.MaxLateness, time.Duration(0), "jobs that waited for the worker were late")
+		// Deadlines 1ms + i·10µs, scheduled in random order so that
+		// only the heap can put them back in order.
+		var mu sync.Mutex
+		order := make([]int, 0, n)
+		ids := make([]schedule.TaskID, n)
+		perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+		for _, i := range perm {
+			ids[i], err = s.ScheduleOne(func() {
 				mu.Lock()
-				defer mu.Unlock()
-				require.Len(t, order, n)
-				for k, i := range order {
-					if i != k {
-						assert.Failf(t, "deadline order broken", "position %d ran task %d", k, i)
-						break
-					}
+				order = append(order, i)
+				mu.Unlock()
+			}, time.Millisecond+time.Duration(i)*10*time.Microsecond)
+			require.NoError(t, err)
+		}
+		time.Sleep(time.Millisecond + time.Duration(n)*10*time.Microsecond)
+		synctest.Wait()
+
+		st := s.Stats()
+		assert.Equal(t, n, st.Waiting, "every due job waits for the worker")
+		assert.Equal(t, 1, st.Running)
+		assert.Equal(t, uint64(1), st.Fired)
+		assert.Zero(t, s.Len(), "due one-shots are no longer pending")
+		// A one-shot handed to the pool can no longer be stopped or
+		// moved; it still runs (checked below).
+		assert.False(t, s.CancelTask(ids[n-1]), "CancelTask of a dispatched one-shot")
+		assert.False(t, s.Reset(ids[n-1], time.Hour), "Reset of a dispatched one-shot")
+
+		// Scheduling, cancelling and resetting must not wait for the
+		// pool. A call that blocked would leave done false here.
+		var done atomic.Bool
+		go func() {
+			for range 1000 {
+				id, err := s.ScheduleOne(func() {}, time.Hour)
+				if err != nil || !s.Reset(id, 2*time.Hour) || !s.CancelTask(id) {
+					return
 				}
-			})
-		})
-	}
+			}
+			done.Store(true)
+		}()
+		synctest.Wait()
+		assert.True(t, done.Load(), "ScheduleOne/Reset/CancelTask blocked while the pool was full")
+
+		release()
+		synctest.Wait()
+		st = s.Stats()
+		assert.Equal(t, uint64(n+1), st.Fired, "no due job is lost")
+		assert.Zero(t, st.Waiting)
+		assert.Zero(t, st.Running)
+		assert.Greater(t, st.MaxLateness, time.Duration(0), "jobs that waited for the worker were late")
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, order, n)
+		for k, i := range order {
+			if i != k {
+				assert.Failf(t, "deadline order broken", "position %d ran task %d", k, i)
+				break
+			}
+		}
+	})
 }
 
 // TestCancelledRepeatingTaskDoesNotStartQueuedRun cancels a repeating task
 // whose run came due while every worker was busy. CancelTask reports true,
 // so the task must start no further run; the queued one included.
 func TestCancelledRepeatingTaskDoesNotStartQueuedRun(t *testing.T) {
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				block, release := blockingJob(t)
-				s := newBubbleScheduler(t, strategy, 1)
-				_, err := s.ScheduleOne(block, 0)
-				require.NoError(t, err)
-				var runs atomic.Int32
-				id, err := s.Schedule(func() { runs.Add(1) }, 10*time.Millisecond)
-				require.NoError(t, err)
+	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
+		block, release := blockingJob(t)
+		s := newBubbleScheduler(t, strategy, 1)
+		_, err := s.ScheduleOne(block, 0)
+		require.NoError(t, err)
+		var runs atomic.Int32
+		id, err := s.Schedule(func() { runs.Add(1) }, 10*time.Millisecond)
+		require.NoError(t, err)
 
-				time.Sleep(15 * time.Millisecond)
-				synctest.Wait()
-				require.Equal(t, 1, s.Stats().Waiting, "the run due at 10ms waits for the worker")
+		time.Sleep(15 * time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, 1, s.Stats().Waiting, "the run due at 10ms waits for the worker")
 
-				assert.True(t, s.CancelTask(id))
-				release()
-				time.Sleep(time.Second)
-				synctest.Wait()
-				assert.Zero(t, runs.Load(), "a cancelled repeating task started a run")
-				assert.Equal(t, uint64(1), s.Stats().Fired, "only the blockingJob started")
-			})
-		})
-	}
+		assert.True(t, s.CancelTask(id))
+		release()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Zero(t, runs.Load(), "a cancelled repeating task started a run")
+		assert.Equal(t, uint64(1), s.Stats().Fired, "only the blockingJob started")
+	})
 }
 
 // TestRepeatingTaskNeverOverlapsItself uses a job that lasts 2.5 intervals:
 // the deadlines that arrive while it runs are skipped and counted, and the
 // runs stay on the start + k·interval grid.
 func TestRepeatingTaskNeverOverlapsItself(t *testing.T) {
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newBubbleScheduler(t, strategy, 4)
-				start := time.Now()
-				var mu sync.Mutex
-				var at []time.Duration
-				var active, maxActive atomic.Int32
-				_, err := s.Schedule(func() {
-					n := active.Add(1)
-					if n > maxActive.Load() {
-						maxActive.Store(n)
-					}
-					mu.Lock()
-					at = append(at, time.Since(start))
-					mu.Unlock()
-					time.Sleep(250 * time.Millisecond)
-					active.Add(-1)
-				}, 100*time.Millisecond)
-				require.NoError(t, err)
+	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
+		s := newBubbleScheduler(t, strategy, 4)
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration
+		var active, maxActive atomic.Int32
+		_, err := s.Schedule(func() {
+			n := active.Add(1)
+			if n > maxActive.Load() {
+				maxActive.Store(n)
+			}
+			mu.Lock()
+			at = append(at, time.Since(start))
+			mu.Unlock()
+			time.Sleep(250 * time.Millisecond)
+			active.Add(-1)
+		}, 100*time.Millisecond)
+		require.NoError(t, err)
 
-				time.Sleep(time.Second)
-				synctest.Wait()
-				mu.Lock()
-				defer mu.Unlock()
-				ms := time.Millisecond
-				assert.Equal(t, []time.Duration{100 * ms, 400 * ms, 700 * ms, 1000 * ms}, at)
-				assert.Equal(t, int32(1), maxActive.Load(), "runs overlapped")
-				assert.Equal(t, uint64(6), s.Stats().Skipped, "deadlines 200,300,500,600,800,900ms are skipped")
-			})
-		})
-	}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		ms := time.Millisecond
+		assert.Equal(t, []time.Duration{100 * ms, 400 * ms, 700 * ms, 1000 * ms}, at)
+		assert.Equal(t, int32(1), maxActive.Load(), "runs overlapped")
+		assert.Equal(t, uint64(6), s.Stats().Skipped, "deadlines 200,300,500,600,800,900ms are skipped")
+	})
 }
 
 // TestRepeatingTaskDoesNotBurstAfterStall keeps the only worker busy for a
 // second while a 100ms task comes due ten times: afterwards it runs once,
 // late, and then back on its grid; the missed deadlines are skipped.
 func TestRepeatingTaskDoesNotBurstAfterStall(t *testing.T) {
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				block, release := blockingJob(t)
-				s := newBubbleScheduler(t, strategy, 1)
-				start := time.Now()
-				_, err := s.ScheduleOne(block, 0)
-				require.NoError(t, err)
-				var mu sync.Mutex
-				var at []time.Duration
-				_, err = s.Schedule(func() {
-					mu.Lock()
-					at = append(at, time.Since(start))
-					mu.Unlock()
-				}, 100*time.Millisecond)
-				require.NoError(t, err)
+	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
+		block, release := blockingJob(t)
+		s := newBubbleScheduler(t, strategy, 1)
+		start := time.Now()
+		_, err := s.ScheduleOne(block, 0)
+		require.NoError(t, err)
+		var mu sync.Mutex
+		var at []time.Duration
+		_, err = s.Schedule(func() {
+			mu.Lock()
+			at = append(at, time.Since(start))
+			mu.Unlock()
+		}, 100*time.Millisecond)
+		require.NoError(t, err)
 
-				time.Sleep(1050 * time.Millisecond)
-				release()
-				time.Sleep(200 * time.Millisecond)
-				synctest.Wait()
-				mu.Lock()
-				defer mu.Unlock()
-				ms := time.Millisecond
-				assert.Equal(t, []time.Duration{1050 * ms, 1100 * ms, 1200 * ms}, at)
-				assert.Equal(t, uint64(9), s.Stats().Skipped, "deadlines 200..1000ms are skipped")
-			})
-		})
-	}
+		time.Sleep(1050 * time.Millisecond)
+		release()
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		ms := time.Millisecond
+		assert.Equal(t, []time.Duration{1050 * ms, 1100 * ms, 1200 * ms}, at)
+		assert.Equal(t, uint64(9), s.Stats().Skipped, "deadlines 200..1000ms are skipped")
+	})
 }
 
 // TestPanickingJobsAreIsolated runs jobs that panic on every run next to an
@@ -231,62 +226,58 @@ func TestRepeatingTaskDoesNotBurstAfterStall(t *testing.T) {
 // gets the panicking task's ID, and neither the scheduler nor the pool
 // loses anything.
 func TestPanickingJobsAreIsolated(t *testing.T) {
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				pool, err := ants.NewPool(2)
-				require.NoError(t, err)
-				t.Cleanup(func() { assert.NoError(t, pool.ReleaseTimeout(time.Minute)) })
+	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
+		pool, err := ants.NewPool(2)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, pool.ReleaseTimeout(time.Minute)) })
 
-				var mu sync.Mutex
-				handled := map[schedule.TaskID]int{}
-				values := map[any]bool{}
-				s := newBubbleScheduler(t, strategy, 2, schedule.WithPool(pool),
-					schedule.WithPanicHandler(func(id schedule.TaskID, v any) {
-						mu.Lock()
-						handled[id]++
-						values[v] = true
-						mu.Unlock()
-					}))
-				rep, err := s.Schedule(func() { panic("repeating") }, 10*time.Millisecond)
-				require.NoError(t, err)
-				var oneShots []schedule.TaskID
-				for i := range 5 {
-					id, err := s.ScheduleOne(func() { panic(fmt.Errorf("one-shot %d", i)) }, time.Duration(i+1)*time.Millisecond)
-					require.NoError(t, err)
-					oneShots = append(oneShots, id)
-				}
-				var ok atomic.Int32
-				_, err = s.Schedule(func() { ok.Add(1) }, 10*time.Millisecond)
-				require.NoError(t, err)
-
-				time.Sleep(time.Second)
-				synctest.Wait()
-
-				st := s.Stats()
-				assert.Equal(t, uint64(105), st.Panics)
-				assert.Equal(t, uint64(205), st.Fired)
-				assert.Equal(t, int32(100), ok.Load(), "the ordinary task kept its schedule")
-				assert.Equal(t, 2, s.Len(), "both repeating tasks are still pending")
+		var mu sync.Mutex
+		handled := map[schedule.TaskID]int{}
+		values := map[any]bool{}
+		s := newBubbleScheduler(t, strategy, 2, schedule.WithPool(pool),
+			schedule.WithPanicHandler(func(id schedule.TaskID, v any) {
 				mu.Lock()
-				assert.Equal(t, 100, handled[rep], "handler calls for the repeating task")
-				for _, id := range oneShots {
-					assert.Equal(t, 1, handled[id], "handler calls for one-shot %#x", id)
-				}
-				assert.Len(t, handled, 6, "no handler call names another task")
-				assert.True(t, values["repeating"], "the handler gets the panic value")
+				handled[id]++
+				values[v] = true
 				mu.Unlock()
+			}))
+		rep, err := s.Schedule(func() { panic("repeating") }, 10*time.Millisecond)
+		require.NoError(t, err)
+		var oneShots []schedule.TaskID
+		for i := range 5 {
+			id, err := s.ScheduleOne(func() { panic(fmt.Errorf("one-shot %d", i)) }, time.Duration(i+1)*time.Millisecond)
+			require.NoError(t, err)
+			oneShots = append(oneShots, id)
+		}
+		var ok atomic.Int32
+		_, err = s.Schedule(func() { ok.Add(1) }, 10*time.Millisecond)
+		require.NoError(t, err)
 
-				assert.Equal(t, 2, pool.Cap(), "the pool keeps its size")
-				assert.False(t, pool.IsClosed(), "the scheduler never releases a pool it was given")
-				var direct atomic.Bool
-				require.NoError(t, pool.Submit(func() { direct.Store(true) }))
-				synctest.Wait()
-				assert.True(t, direct.Load(), "the pool still runs jobs")
-				assert.True(t, s.CancelTask(rep))
-			})
-		})
-	}
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		st := s.Stats()
+		assert.Equal(t, uint64(105), st.Panics)
+		assert.Equal(t, uint64(205), st.Fired)
+		assert.Equal(t, int32(100), ok.Load(), "the ordinary task kept its schedule")
+		assert.Equal(t, 2, s.Len(), "both repeating tasks are still pending")
+		mu.Lock()
+		assert.Equal(t, 100, handled[rep], "handler calls for the repeating task")
+		for _, id := range oneShots {
+			assert.Equal(t, 1, handled[id], "handler calls for one-shot %#x", id)
+		}
+		assert.Len(t, handled, 6, "no handler call names another task")
+		assert.True(t, values["repeating"], "the handler gets the panic value")
+		mu.Unlock()
+
+		assert.Equal(t, 2, pool.Cap(), "the pool keeps its size")
+		assert.False(t, pool.IsClosed(), "the scheduler never releases a pool it was given")
+		var direct atomic.Bool
+		require.NoError(t, pool.Submit(func() { direct.Store(true) }))
+		synctest.Wait()
+		assert.True(t, direct.Load(), "the pool still runs jobs")
+		assert.True(t, s.CancelTask(rep))
+	})
 }
 
 // TestPanicWithoutHandlerIsLogged checks the default: the panic is logged
@@ -303,26 +294,22 @@ func TestPanicWithoutHandlerIsLogged(t *testing.T) {
 	log.SetFlags(0)
 	t.Cleanup(func() { log.SetOutput(prev); log.SetFlags(flags) })
 
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newBubbleScheduler(t, strategy, 1)
-				id, err := s.ScheduleOne(func() { panic("boom") }, time.Millisecond)
-				require.NoError(t, err)
-				var ran atomic.Bool
-				_, err = s.ScheduleOne(func() { ran.Store(true) }, 2*time.Millisecond)
-				require.NoError(t, err)
-				time.Sleep(10 * time.Millisecond)
-				synctest.Wait()
-				assert.True(t, ran.Load(), "the next job still ran")
-				assert.Equal(t, uint64(1), s.Stats().Panics)
-				mu.Lock()
-				defer mu.Unlock()
-				assert.Contains(t, buf.String(), strconv.FormatUint(uint64(id), 10))
-				assert.Contains(t, buf.String(), "boom")
-			})
-		})
-	}
+	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
+		s := newBubbleScheduler(t, strategy, 1)
+		id, err := s.ScheduleOne(func() { panic("boom") }, time.Millisecond)
+		require.NoError(t, err)
+		var ran atomic.Bool
+		_, err = s.ScheduleOne(func() { ran.Store(true) }, 2*time.Millisecond)
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		assert.True(t, ran.Load(), "the next job still ran")
+		assert.Equal(t, uint64(1), s.Stats().Panics)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Contains(t, buf.String(), strconv.FormatUint(uint64(id), 10))
+		assert.Contains(t, buf.String(), "boom")
+	})
 }
 
 type logSink func([]byte) (int, error)
@@ -450,102 +437,90 @@ func shutdownRace(t *testing.T, strategy schedule.CancelStrategy, seed uint64) {
 // TestShutdownFromInsideJob shuts the scheduler down from one of its own
 // jobs: later tasks never run and every call afterwards fails cleanly.
 func TestShutdownFromInsideJob(t *testing.T) {
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newBubbleScheduler(t, strategy, 2)
-				var later atomic.Bool
-				_, err := s.ScheduleOne(func() { later.Store(true) }, 20*time.Millisecond)
-				require.NoError(t, err)
-				rep, err := s.Schedule(func() { later.Store(true) }, 15*time.Millisecond)
-				require.NoError(t, err)
+	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
+		s := newBubbleScheduler(t, strategy, 2)
+		var later atomic.Bool
+		_, err := s.ScheduleOne(func() { later.Store(true) }, 20*time.Millisecond)
+		require.NoError(t, err)
+		rep, err := s.Schedule(func() { later.Store(true) }, 15*time.Millisecond)
+		require.NoError(t, err)
 
-				type result struct {
-					err                error
-					cancelled, wasDown bool
-				}
-				results := make(chan result, 1)
-				_, err = s.ScheduleOne(func() {
-					s.Shutdown()
-					s.Shutdown() // idempotent, also from inside
-					_, err := s.ScheduleOne(func() {}, 0)
-					results <- result{err, s.CancelTask(rep), s.IsShutdown()}
-				}, 10*time.Millisecond)
-				require.NoError(t, err)
+		type result struct {
+			err                error
+			cancelled, wasDown bool
+		}
+		results := make(chan result, 1)
+		_, err = s.ScheduleOne(func() {
+			s.Shutdown()
+			s.Shutdown() // idempotent, also from inside
+			_, err := s.ScheduleOne(func() {}, 0)
+			results <- result{err, s.CancelTask(rep), s.IsShutdown()}
+		}, 10*time.Millisecond)
+		require.NoError(t, err)
 
-				time.Sleep(time.Second)
-				synctest.Wait()
-				r := <-results
-				assert.ErrorIs(t, r.err, schedule.ErrShutdown)
-				assert.False(t, r.cancelled, "CancelTask after Shutdown")
-				assert.True(t, r.wasDown)
-				assert.False(t, later.Load(), "a job started after Shutdown")
-				assert.Zero(t, s.Len())
-			})
-		})
-	}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		r := <-results
+		assert.ErrorIs(t, r.err, schedule.ErrShutdown)
+		assert.False(t, r.cancelled, "CancelTask after Shutdown")
+		assert.True(t, r.wasDown)
+		assert.False(t, later.Load(), "a job started after Shutdown")
+		assert.Zero(t, s.Len())
+	})
 }
 
 // TestShutdownContextFromInsideJobTimesOut documents that a job waiting for
 // all jobs to finish waits for itself, so only the context ends the wait;
 // the scheduler is shut down all the same.
 func TestShutdownContextFromInsideJobTimesOut(t *testing.T) {
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newBubbleScheduler(t, strategy, 1)
-				errs := make(chan error, 1)
-				_, err := s.ScheduleOne(func() {
-					ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-					defer cancel()
-					errs <- s.ShutdownContext(ctx)
-				}, time.Millisecond)
-				require.NoError(t, err)
-				time.Sleep(time.Second)
-				synctest.Wait()
-				assert.ErrorIs(t, <-errs, context.DeadlineExceeded)
-				assert.True(t, s.IsShutdown())
-			})
-		})
-	}
+	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
+		s := newBubbleScheduler(t, strategy, 1)
+		errs := make(chan error, 1)
+		_, err := s.ScheduleOne(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			errs <- s.ShutdownContext(ctx)
+		}, time.Millisecond)
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.ErrorIs(t, <-errs, context.DeadlineExceeded)
+		assert.True(t, s.IsShutdown())
+	})
 }
 
 // TestCancelFromInsideJob cancels other tasks and the running task itself
 // from inside a job.
 func TestCancelFromInsideJob(t *testing.T) {
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newBubbleScheduler(t, strategy, 2)
-				var otherRan atomic.Bool
-				other, err := s.ScheduleOne(func() { otherRan.Store(true) }, 50*time.Millisecond)
-				require.NoError(t, err)
-				otherRep, err := s.Schedule(func() { otherRan.Store(true) }, 30*time.Millisecond)
-				require.NoError(t, err)
+	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
+		s := newBubbleScheduler(t, strategy, 2)
+		var otherRan atomic.Bool
+		other, err := s.ScheduleOne(func() { otherRan.Store(true) }, 50*time.Millisecond)
+		require.NoError(t, err)
+		otherRep, err := s.Schedule(func() { otherRan.Store(true) }, 30*time.Millisecond)
+		require.NoError(t, err)
 
-				var self atomic.Uint64
-				var runs atomic.Int32
-				results := make(chan [3]bool, 1)
-				id, err := s.Schedule(func() {
-					if runs.Add(1) == 2 {
-						me := schedule.TaskID(self.Load())
-						results <- [3]bool{s.CancelTask(other), s.CancelTask(otherRep), s.CancelTask(me)}
-					}
-				}, 10*time.Millisecond)
-				require.NoError(t, err)
-				self.Store(uint64(id))
+		var self atomic.Uint64
+		var runs atomic.Int32
+		results := make(chan [3]bool, 1)
+		id, err := s.Schedule(func() {
+			if runs.Add(1) == 2 {
+				me := schedule.TaskID(self.Load())
+				results <- [3]bool{s.CancelTask(other), s.CancelTask(otherRep), s.CancelTask(me)}
+			}
+		}, 10*time.Millisecond)
+		require.NoError(t, err)
+		self.Store(uint64(id))
 
-				time.Sleep(time.Second)
-				synctest.Wait()
-				assert.Equal(t, [3]bool{true, true, true}, <-results)
-				assert.Equal(t, int32(2), runs.Load(), "no run after cancelling itself")
-				assert.False(t, otherRan.Load())
-				assert.False(t, s.CancelTask(id), "already cancelled")
-				assert.Zero(t, s.Len())
-				assert.Equal(t, uint64(3), s.Stats().Cancelled)
-			})
-		})
-	}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, [3]bool{true, true, true}, <-results)
+		assert.Equal(t, int32(2), runs.Load(), "no run after cancelling itself")
+		assert.False(t, otherRan.Load())
+		assert.False(t, s.CancelTask(id), "already cancelled")
+		assert.Zero(t, s.Len())
+		assert.Equal(t, uint64(3), s.Stats().Cancelled)
+	})
 }
 
 // TestConcurrentResetAndCancelNeverRunATaskTwice races heartbeats and
@@ -795,32 +770,28 @@ func shutdownWithJobsWaiting(t *testing.T, strategy schedule.CancelStrategy) (ok
 // one after another.
 func TestJobsDueTogetherRunInParallel(t *testing.T) {
 	const workers = 4
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newBubbleScheduler(t, strategy, workers)
-				start := time.Now()
-				var mu sync.Mutex
-				var began []time.Duration
-				for range workers {
-					_, err := s.ScheduleOne(func() {
-						mu.Lock()
-						began = append(began, time.Since(start))
-						mu.Unlock()
-						time.Sleep(100 * time.Millisecond)
-					}, 10*time.Millisecond)
-					require.NoError(t, err)
-				}
-				time.Sleep(time.Second)
-				synctest.Wait()
+	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
+		s := newBubbleScheduler(t, strategy, workers)
+		start := time.Now()
+		var mu sync.Mutex
+		var began []time.Duration
+		for range workers {
+			_, err := s.ScheduleOne(func() {
 				mu.Lock()
-				defer mu.Unlock()
-				ms := 10 * time.Millisecond
-				assert.Equal(t, []time.Duration{ms, ms, ms, ms}, began)
-				assert.Zero(t, s.Stats().MaxLateness)
-			})
-		})
-	}
+				began = append(began, time.Since(start))
+				mu.Unlock()
+				time.Sleep(100 * time.Millisecond)
+			}, 10*time.Millisecond)
+			require.NoError(t, err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		ms := 10 * time.Millisecond
+		assert.Equal(t, []time.Duration{ms, ms, ms, ms}, began)
+		assert.Zero(t, s.Stats().MaxLateness)
+	})
 }
 
 // TestIdleWorkerExpiryDoesNotDelayDueJobs runs a task every second on a
