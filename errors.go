@@ -3,22 +3,27 @@ package schedule
 import "errors"
 
 var (
-	// ErrShutdown is returned by ScheduleOne and Schedule once Shutdown has
-	// been called.
+	// ErrShutdown is returned by ScheduleOne, Schedule, ScheduleOneWith and
+	// ScheduleWith once Shutdown has been called.
 	ErrShutdown = errors.New("schedule: scheduler is shut down")
 
-	// ErrNilJob is returned when the job passed to ScheduleOne or Schedule
-	// is nil.
+	// ErrNilJob is returned when the job passed to ScheduleOne, Schedule,
+	// ScheduleOneWith or ScheduleWith is nil.
 	ErrNilJob = errors.New("schedule: nil job")
 
-	// ErrInvalidInterval is returned by Schedule when the interval is zero
-	// or negative: a repeating task needs a positive period.
+	// ErrInvalidInterval is returned by Schedule and ScheduleWith when the
+	// interval is zero or negative: a repeating task needs a positive period.
 	ErrInvalidInterval = errors.New("schedule: interval must be positive")
 
 	// ErrInvalidWorkers is returned by New when workers is zero or negative.
 	ErrInvalidWorkers = errors.New("schedule: workers must be positive")
 
-	// ErrTooManyTasks is returned by ScheduleOne and Schedule when the
-	// scheduler already holds 2^32-1 tasks.
+	// ErrTooManyTasks is returned by ScheduleOne, Schedule, ScheduleOneWith
+	// and ScheduleWith when the scheduler already holds 2^32-1 tasks.
 	ErrTooManyTasks = errors.New("schedule: too many tasks")
+
+	// ErrBlockingPool is returned by New when the pool given to WithPool
+	// blocks its callers while every worker is busy. Build it with
+	// ants.WithNonblocking(true).
+	ErrBlockingPool = errors.New("schedule: WithPool needs a non-blocking pool (ants.WithNonblocking(true))")
 )

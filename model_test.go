@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -64,7 +65,7 @@ const (
 	actNone selfAction = iota
 	actCancelSelf
 	actResetSelf
-	actNone2
+	actGoexit // the job ends its goroutine with runtime.Goexit, as t.FailNow does
 )
 
 // Special targets of CancelTask and Reset.
@@ -395,6 +396,25 @@ func (h *harness) job(i int, mt mTask) func() {
 		if mt.panics {
 			panic(fmt.Sprintf("task %d run %d", i, run))
 		}
+		if mt.act == actGoexit && mt.onRun == run {
+			runtime.Goexit()
+		}
+	}
+}
+
+// jobWith is job for ScheduleOneWith and ScheduleWith: it also checks that
+// the job is handed its own TaskID and the value given with it.
+func (h *harness) jobWith(i int, mt mTask) func(schedule.TaskID, any) {
+	return func(id schedule.TaskID, arg any) {
+		h.mu.Lock()
+		want := h.ids[i]
+		h.mu.Unlock()
+		if id != want || arg != any(i) {
+			h.mu.Lock()
+			h.runs = append(h.runs, runRec{task: i, action: fmt.Sprintf("wrong id %#x or arg %v", id, arg)})
+			h.mu.Unlock()
+		}
+		h.job(i, mt)()
 	}
 }
 
@@ -444,14 +464,23 @@ func (h *harness) step(op modelOp) bool {
 		h.ids = append(h.ids, 0)
 		h.jobRuns = append(h.jobRuns, 0)
 		h.mu.Unlock()
-		job := h.job(i, *mt)
 		var id schedule.TaskID
 		var err error
-		if repeating {
-			id, err = s.Schedule(job, op.delay)
-		} else {
-			id, err = s.ScheduleOne(job, op.delay)
+		// The ID is written into h.ids under h.mu before the job can run:
+		// jobs due at once wait for the harness to hold nothing.
+		h.mu.Lock()
+		switch with := op.arg&1 == 1; {
+		case repeating && with:
+			id, err = s.ScheduleWith(h.jobWith(i, *mt), i, op.delay)
+		case repeating:
+			id, err = s.Schedule(h.job(i, *mt), op.delay)
+		case with:
+			id, err = s.ScheduleOneWith(h.jobWith(i, *mt), i, op.delay)
+		default:
+			id, err = s.ScheduleOne(h.job(i, *mt), op.delay)
 		}
+		h.ids[i] = id
+		h.mu.Unlock()
 		if m.shut {
 			h.mu.Lock()
 			h.ids = h.ids[:i]

@@ -60,23 +60,24 @@ func WithCancelStrategy(c CancelStrategy) Option {
 }
 
 // WithPool makes the Scheduler run its jobs on p instead of on a pool of its
-// own. The Scheduler never releases p; New's workers argument must still be
-// positive but is otherwise ignored, as are WithPoolOptions.
+// own. p must be non-blocking (built with ants.WithNonblocking(true)), so
+// that the scheduler never waits inside ants; New returns ErrBlockingPool
+// otherwise. The Scheduler occupies at most New's workers of p's workers at
+// once and never releases p; WithPoolOptions are ignored.
 //
-// The Scheduler submits to p from a goroutine of its own, so a blocking pool
-// (the ants default) makes due jobs wait for a worker without holding up
-// scheduling. A non-blocking pool works too: when it reports overload the
-// Scheduler retries after a short back-off. If p is released while the
-// Scheduler runs, jobs that come due after that are dropped.
-//
-// Build p with ants.WithDisablePurge(true), as New does for its own pool:
-// in ants v2.12.1 a worker exiting after its idle expiry can leave a blocked
-// Submit asleep until the next purge, delaying due jobs by up to a purge
-// period while a worker slot is free.
+// When p is full, or busy with work of others, due jobs wait in the
+// scheduler's queue, in deadline order, and the scheduler tries again after
+// a short back-off (50 µs, doubling up to 5 ms) and whenever one of its own
+// jobs ends; shutting down never waits for p. If p is released while the
+// Scheduler runs, due jobs that have not started are dropped and counted in
+// Stats.Dropped.
 func WithPool(p *ants.Pool) Option {
 	return func(cfg *config) error {
 		if p == nil {
 			return errors.New("schedule: WithPool(nil)")
+		}
+		if nb, known := nonblocking(p); known && !nb {
+			return ErrBlockingPool
 		}
 		cfg.pool = p
 		return nil
@@ -85,9 +86,10 @@ func WithPool(p *ants.Pool) Option {
 
 // WithPoolOptions passes options to the ants pool that New creates, for
 // example ants.WithPreAlloc. New's pool keeps idle workers instead of
-// purging them (see WithPool for why); ants.WithDisablePurge(false) here
-// turns purging back on. The pool's panic handler never sees a job's panic;
-// use WithPanicHandler for that.
+// purging them, and ants.WithDisablePurge(false) here turns purging back
+// on; it is always non-blocking, whatever the options say (see WithPool).
+// The pool's panic handler never sees a job's panic, only a panic of the
+// handler set by WithPanicHandler.
 func WithPoolOptions(opts ...ants.Option) Option {
 	return func(cfg *config) error {
 		cfg.poolOptions = append(cfg.poolOptions, opts...)

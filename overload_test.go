@@ -227,7 +227,7 @@ func TestRepeatingTaskDoesNotBurstAfterStall(t *testing.T) {
 // loses anything.
 func TestPanickingJobsAreIsolated(t *testing.T) {
 	bubblePerStrategy(t, func(t *testing.T, strategy schedule.CancelStrategy) {
-		pool, err := ants.NewPool(2)
+		pool, err := ants.NewPool(2, ants.WithNonblocking(true))
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, pool.ReleaseTimeout(time.Minute)) })
 

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,12 +15,16 @@ import (
 // inside a running job.
 //
 // One owner goroutine keeps every deadline in a min-heap and sleeps on a
-// single timer set for the earliest one. Due jobs are handed to an ants pool
-// in deadline order; when every worker is busy they wait their turn without
-// holding up scheduling.
+// single timer set for the earliest one (owner.go). Due jobs go, in
+// deadline order, to a queue that at most workers drain runs on the ants
+// pool empty (fire.go); when every worker is busy they wait their turn
+// without holding up scheduling. Callers reach the owner through a batched
+// inbox (inbox.go), and postponing a deadline needs no message at all.
 type Scheduler struct {
-	cfg   config
-	epoch time.Time // deadlines are nanoseconds since epoch (monotonic)
+	cfg     config
+	workers int
+	epoch   time.Time // deadlines are nanoseconds since epoch (monotonic)
+	closed  atomic.Bool
 
 	// mu guards closed's transitions, the inbox, enqueued and the slab's
 	// allocator.
@@ -27,36 +32,42 @@ type Scheduler struct {
 	inbox    []op      // requests for the owner, in arrival order
 	inboxCap sync.Cond // signalled when the owner empties a full inbox
 	enqueued uint64    // ops ever appended to the inbox
-	closed   atomic.Bool
 
 	slab slab
 
-	// The owner goroutine's state. Nothing else touches these.
-	heap   deadlineHeap
-	ops    []op     // the inbox being processed
-	freed  []uint32 // slots to free at the end of the loop iteration
-	dueNow []due    // due tasks collected for the dispatcher
+	// The owner goroutine's state (owner.go). Nothing else touches these.
+	heap     deadlineHeap
+	ops      []op     // the inbox being processed
+	freed    []uint32 // slots to free at the end of the loop iteration
+	dueNow   []due    // due tasks collected for the run queue
+	dueCount int      // due tasks collected in this loop iteration
+	retryAt  int64    // when to try again to start runs the pool refused; 0: none
 
-	// wake holds a token when the owner has work in its inbox.
+	// wake holds a token when the owner has work: requests in its inbox,
+	// tombstones to reclaim, or runs to start.
 	wake chan struct{}
-	// quit is closed by Shutdown; the owner and the dispatcher then exit.
-	quit           chan struct{}
-	ownerDone      chan struct{}
-	dispatcherDone chan struct{}
-	stopOnce       sync.Once
+	// quit is closed by Shutdown; the owner then drops what is pending and
+	// exits, closing ownerDone.
+	quit      chan struct{}
+	ownerDone chan struct{}
+	stopOnce  sync.Once
+	// poolDone is closed once a pool created by New has been released and
+	// every one of its goroutines has exited (nil with WithPool).
+	poolDone chan struct{}
 
-	dueQ dueQueue
-	pool *ants.Pool
-	gate gate
+	runs  runQueue // due jobs and the drain runs that take them (fire.go)
+	pool  *ants.Pool
+	runFn func() // s.run, made once so that submitting a run allocates nothing
 
 	// Counters, updated atomically by whoever observes the event.
 	live        atomic.Int64 // pending tasks (Len)
 	dead        atomic.Int64 // lazy: tombstones in the heap or on their way
+	scheduled   atomic.Uint64
 	cancelled   atomic.Uint64
+	dropped     atomic.Uint64
 	fired       atomic.Uint64
 	skipped     atomic.Uint64
 	panics      atomic.Uint64
-	waiting     atomic.Int64 // due jobs not yet taken by a worker
 	maxLateness atomic.Int64
 	// Published by the owner at the end of each loop iteration.
 	heapLen   atomic.Int64
@@ -64,29 +75,13 @@ type Scheduler struct {
 	loops     atomic.Uint64 // loop iterations completed
 }
 
-// op is a request from a caller to the owner goroutine.
-type op struct {
-	id   TaskID
-	kind opKind
-}
-
-type opKind uint8
-
-const (
-	opAdd     opKind = iota // a new task: push its entry
-	opEarlier               // Reset moved a deadline earlier than the entry's
-	opRemove                // eager CancelTask: remove the entry now
-)
-
-// maxInbox bounds the requests waiting for the owner. Callers that find the
-// inbox full wait until the owner empties it, so a burst of calls cannot
-// outrun the owner without bound.
-const maxInbox = 1 << 16
-
 // New returns a running Scheduler whose jobs run on at most workers
 // goroutines at a time. It returns ErrInvalidWorkers when workers is not
-// positive, and the error of the first Option that rejects its argument or
-// of the pool's construction.
+// positive, the error of the first Option that rejects its argument, and
+// the error of the pool's construction.
+//
+// The bound holds with WithPool too: the Scheduler then occupies at most
+// workers of that pool's workers.
 //
 // Call Shutdown or ShutdownContext when done, to stop the scheduler's
 // goroutines and release its pool.
@@ -95,12 +90,12 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 		return nil, ErrInvalidWorkers
 	}
 	s := &Scheduler{
-		cfg:            config{strategy: LazyCancel},
-		epoch:          time.Now(),
-		wake:           make(chan struct{}, 1),
-		quit:           make(chan struct{}),
-		ownerDone:      make(chan struct{}),
-		dispatcherDone: make(chan struct{}),
+		cfg:       config{strategy: LazyCancel},
+		workers:   workers,
+		epoch:     time.Now(),
+		wake:      make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		ownerDone: make(chan struct{}),
 	}
 	for _, o := range opts {
 		if err := o(&s.cfg); err != nil {
@@ -109,26 +104,25 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 	}
 	s.pool = s.cfg.pool
 	if s.pool == nil {
-		// Idle workers are kept rather than purged. In ants v2.12.1 a worker
-		// that exits wakes a blocked Submit without holding the pool's lock,
-		// and that wake-up can be lost: the dispatcher would then wait a
-		// whole purge period with a worker slot free. WithPoolOptions can
-		// turn purging back on.
+		// Non-blocking, so that starting a run never waits inside ants (see
+		// fire.go); it comes last so that no pool option can undo it.
 		opts := append([]ants.Option{ants.WithDisablePurge(true)}, s.cfg.poolOptions...)
+		opts = append(opts, ants.WithNonblocking(true))
 		p, err := ants.NewPool(workers, opts...)
 		if err != nil {
 			return nil, err
 		}
 		s.pool = p
+		s.poolDone = make(chan struct{})
 	}
 	if s.cfg.strategy == EagerCancel {
 		s.heap.index = &s.slab
 	}
+	s.slab.init(rand.Uint64)
 	s.inboxCap.L = &s.mu
-	s.dueQ.ready = make(chan struct{}, 1)
-	s.gate.idle = make(chan struct{})
+	s.runs.init()
+	s.runFn = s.run
 	go s.loop()
-	go s.dispatch()
 	return s, nil
 }
 
@@ -136,12 +130,33 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 // it as soon as a worker is free; a delay too long to represent (about 36
 // years from New) is accepted, and the job never comes due.
 //
-// It returns ErrNilJob for a nil job and ErrShutdown after Shutdown.
+// It returns ErrNilJob for a nil job, ErrShutdown after Shutdown, and
+// ErrTooManyTasks when 2^32-1 tasks are held at once. When 65,536
+// requests are already waiting for the owner goroutine, it waits until the
+// owner has taken them.
 func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(job, delay, 0)
+	return s.add(nil, job, delay, 0)
+}
+
+// ScheduleOneWith is ScheduleOne for a job that receives its own TaskID and
+// a value of the caller's: job(id, arg) runs once, delay from now.
+//
+// One job function can then serve every task, each with its own data,
+// without a closure per task: with arg a pointer (or a map, a channel, a
+// func), scheduling allocates nothing. The ID passed to job is the one
+// ScheduleOneWith returns, so a job can tell a current task from an older
+// one it replaced.
+//
+// It returns ErrNilJob for a nil job and otherwise behaves as ScheduleOne.
+// arg may be nil.
+func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay time.Duration) (TaskID, error) {
+	if job == nil {
+		return 0, ErrNilJob
+	}
+	return s.add(job, arg, delay, 0)
 }
 
 // Schedule runs job every interval, the first time interval from now. Runs
@@ -152,7 +167,9 @@ func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error)
 // concurrently with itself and never bursts to catch up.
 //
 // It returns ErrNilJob for a nil job, ErrInvalidInterval for an interval of
-// zero or less, and ErrShutdown after Shutdown.
+// zero or less, ErrShutdown after Shutdown, and ErrTooManyTasks when 2^32-1
+// tasks are held at once. When 65,536 requests are already waiting for the
+// owner goroutine, it waits until the owner has taken them.
 func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -160,92 +177,51 @@ func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error)
 	if interval <= 0 {
 		return 0, ErrInvalidInterval
 	}
-	return s.add(job, interval, interval)
+	return s.add(nil, job, interval, interval)
 }
 
-func (s *Scheduler) add(job func(), delay, interval time.Duration) (TaskID, error) {
-	when := s.deadline(delay)
-	s.mu.Lock()
-	for len(s.inbox) >= maxInbox && !s.closed.Load() {
-		s.inboxCap.Wait()
+// ScheduleWith is Schedule for a job that receives its own TaskID and a
+// value of the caller's: job(id, arg) runs every interval, as ScheduleOneWith
+// describes for one-shots. It returns the errors Schedule returns.
+func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval time.Duration) (TaskID, error) {
+	if job == nil {
+		return 0, ErrNilJob
 	}
-	if s.closed.Load() {
-		s.mu.Unlock()
-		return 0, ErrShutdown
+	if interval <= 0 {
+		return 0, ErrInvalidInterval
 	}
-	slot, t, ok := s.slab.alloc()
-	if !ok {
-		s.mu.Unlock()
-		return 0, ErrTooManyTasks
-	}
-	t.job = job
-	t.interval = int64(interval)
-	t.word.Store(packWord(when, statusPending|flagOwned))
-	id := makeID(slot, t.gen.Load())
-	s.live.Add(1)
-	wake := s.appendOp(op{id, opAdd})
-	s.mu.Unlock()
-	if wake {
-		s.wakeOwner()
-	}
-	return id, nil
-}
-
-// appendOp queues o for the owner and reports whether the owner needs
-// waking. s.mu must be held.
-func (s *Scheduler) appendOp(o op) bool {
-	s.inbox = append(s.inbox, o)
-	s.enqueued++
-	return len(s.inbox) == 1
-}
-
-// send queues o for the owner, waiting while the inbox is full. It drops o
-// after Shutdown, when no owner is left to act on it.
-func (s *Scheduler) send(o op) {
-	s.mu.Lock()
-	for len(s.inbox) >= maxInbox && !s.closed.Load() {
-		s.inboxCap.Wait()
-	}
-	if s.closed.Load() {
-		s.mu.Unlock()
-		return
-	}
-	wake := s.appendOp(o)
-	s.mu.Unlock()
-	if wake {
-		s.wakeOwner()
-	}
-}
-
-func (s *Scheduler) wakeOwner() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	return s.add(job, arg, interval, interval)
 }
 
 // CancelTask stops the task id. It reports whether this call stopped it:
 // a one-shot task will not run, and a repeating task starts no further run,
 // even when CancelTask is called from inside its own job. It does not wait
-// for a run already under way.
+// for a run already under way. The job, and everything it holds, is no
+// longer referenced by the scheduler once no run of it is under way.
 //
 // A one-shot task stops being pending when it comes due: from then on it
 // runs as soon as a worker is free, and CancelTask returns false. It also
-// returns false for an unknown or already cancelled task, for 0, and after
-// Shutdown.
+// returns false for an unknown or already cancelled task, for 0, for an ID
+// of another Scheduler, and after Shutdown.
+//
+// With EagerCancel the call hands the heap removal to the owner goroutine,
+// and waits, as ScheduleOne does, when 65,536 requests are already waiting.
+// With LazyCancel it never waits.
 func (s *Scheduler) CancelTask(id TaskID) bool {
 	t := s.slab.lookup(id)
 	if t == nil || s.closed.Load() {
 		return false
 	}
-	l := s.slab.stripe(id.slot())
+	slot := s.slab.slotOf(id)
+	l := s.slab.stripe(slot)
 	l.Lock()
 	if t.gen.Load() != id.gen() {
 		l.Unlock()
 		return false
 	}
+	var w uint64
 	for {
-		w := t.word.Load()
+		w = t.word.Load()
 		if wordStatus(w) != statusPending {
 			l.Unlock()
 			return false
@@ -254,11 +230,16 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 			break
 		}
 	}
+	if w&flagRunning == 0 {
+		// No run is in flight and none can start any more: let the job go
+		// now. (A run in flight lets it go when it ends; see finish.)
+		t.release()
+	}
 	l.Unlock()
 	s.live.Add(-1)
 	s.cancelled.Add(1)
 	if s.cfg.strategy == EagerCancel {
-		s.send(op{id, opRemove})
+		s.send(op{slot, id.gen(), opRemove})
 		return true
 	}
 	// Lazy: the entry stays as a tombstone. Wake the owner when tombstones
@@ -273,19 +254,23 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 // Reset moves the next run of the pending task id to delay from now; a
 // repeating task then continues every interval from that run. It reports
 // false, and changes nothing, when id is not pending: unknown, cancelled, a
-// one-shot that has come due (see CancelTask), or after Shutdown.
+// one-shot that has come due (see CancelTask), an ID of another Scheduler,
+// or after Shutdown. Unlike time.Timer.Reset, it never re-arms a one-shot
+// that has fired: schedule a new task for that.
 //
-// Reset is the heartbeat path and costs about as much as time.Timer.Reset:
-// it allocates nothing, and postponing a deadline (the usual case) does not
-// involve the owner goroutine at all; the heap entry is fixed when it
-// reaches the top.
+// Reset is the heartbeat path: it allocates nothing, and postponing a
+// deadline (the usual case) does not involve the owner goroutine at all;
+// the heap entry is fixed when it reaches the top. Moving a deadline
+// earlier sends the owner a request, and then waits, as ScheduleOne does,
+// when 65,536 requests are already waiting.
 func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	t := s.slab.lookup(id)
 	if t == nil || s.closed.Load() {
 		return false
 	}
 	when := s.deadline(delay)
-	l := s.slab.stripe(id.slot())
+	slot := s.slab.slotOf(id)
+	l := s.slab.stripe(slot)
 	l.Lock()
 	if t.gen.Load() != id.gen() {
 		l.Unlock()
@@ -305,7 +290,7 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	l.Unlock()
 	if when < wordWhen(w) {
 		// The entry may now be later than the task: tell the owner.
-		s.send(op{id, opEarlier})
+		s.send(op{slot, id.gen(), opEarlier})
 	}
 	return true
 }
@@ -324,34 +309,28 @@ func (s *Scheduler) Len() int {
 func (s *Scheduler) IsShutdown() bool { return s.closed.Load() }
 
 // Shutdown stops the scheduler. It is idempotent, safe to call
-// concurrently with any other method and from inside a job, and returns
-// without waiting for running jobs. Once it returns, no job starts, pending
-// tasks are dropped, ScheduleOne and Schedule return ErrShutdown, and
+// concurrently with any other method (Shutdown and ShutdownContext
+// included) and from inside a job, and returns without waiting for running
+// jobs. Once it returns, no job starts; pending tasks and due jobs that had
+// not started are dropped (counted in Stats.Dropped) and their jobs are no
+// longer referenced; ScheduleOne and Schedule return ErrShutdown, and
 // CancelTask and Reset return false. A pool created by New is released; one
 // given by WithPool is left alone.
-func (s *Scheduler) Shutdown() {
-	s.stop()
-	if s.cfg.pool == nil {
-		s.pool.Release()
-	}
-}
+func (s *Scheduler) Shutdown() { s.stop() }
 
-// ShutdownContext is Shutdown followed by a wait for the jobs still running
-// (and, for a pool created by New, for its workers to exit) until ctx is
-// done. It returns nil when they finished and ctx.Err() otherwise; the
-// scheduler is shut down either way. Called from inside a job it waits for
-// that job too, so it can only return ctx.Err() there.
+// ShutdownContext is Shutdown followed by a wait, until ctx is done, for
+// the jobs still running and, for a pool created by New, for all of its
+// goroutines to exit. It returns nil when they have and ctx.Err()
+// otherwise; the scheduler is shut down either way. It never waits for work
+// that is not the scheduler's: with WithPool, jobs of others running on the
+// pool do not hold it up. Called from inside a job it waits for that job
+// too, so it can only return ctx.Err() there.
 func (s *Scheduler) ShutdownContext(ctx context.Context) error {
 	s.stop()
-	if s.cfg.pool == nil {
-		// Releases the pool, then waits for its workers. ErrPoolClosed means
-		// an earlier Shutdown released it; its workers exit on their own
-		// once their jobs return, which the gate below waits for.
-		if err := s.pool.ReleaseContext(ctx); err != nil && err != ants.ErrPoolClosed {
-			return err
+	for _, done := range []<-chan struct{}{s.runs.idle, s.poolDone} {
+		if done == nil {
+			continue
 		}
-	}
-	for _, done := range []<-chan struct{}{s.gate.idle, s.dispatcherDone} {
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -361,16 +340,31 @@ func (s *Scheduler) ShutdownContext(ctx context.Context) error {
 	return nil
 }
 
-// stop does the part of shutting down that every caller waits for.
+// stop does the part of shutting down that every caller waits for. Only
+// the first call does anything; later and concurrent ones wait for it.
 func (s *Scheduler) stop() {
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
 		s.closed.Store(true)
 		s.inboxCap.Broadcast()
 		s.mu.Unlock()
-		s.gate.close()
 		close(s.quit)
 		<-s.ownerDone
+		// The owner has dropped what was pending and queues nothing more:
+		// close the run queue and drop the due jobs no run has taken.
+		s.closeRuns()
+		if s.poolDone != nil {
+			// Released exactly once, here. Waiting for the workers to exit is
+			// left to a goroutine of its own, so that Shutdown returns at once
+			// and ShutdownContext can give up when its context ends.
+			go func() {
+				// The only call that releases the pool (ants' Release and
+				// ReleaseContext race when called concurrently). It returns
+				// once every worker and ants' own goroutines have exited.
+				_ = s.pool.ReleaseContext(context.Background())
+				close(s.poolDone)
+			}()
+		}
 	})
 }
 
@@ -388,267 +382,3 @@ func (s *Scheduler) deadline(delay time.Duration) int64 {
 }
 
 func (s *Scheduler) now() int64 { return int64(time.Since(s.epoch)) }
-
-// loop is the owner goroutine: the only one that touches the heap.
-func (s *Scheduler) loop() {
-	defer close(s.ownerDone)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	armed := int64(-1) // deadline the timer is set for; -1 when stopped
-	for {
-		s.drainInbox()
-		now := s.now()
-		s.runDue(now)
-		if s.cfg.strategy == LazyCancel && s.tooManyTombstones() {
-			s.compact()
-		}
-		s.flush()
-
-		next := never
-		if s.heap.len() > 0 {
-			next = s.heap.top().when
-		}
-		if next != armed {
-			if next >= never {
-				timer.Stop()
-				armed = -1
-			} else {
-				// Measure again: runDue may have taken a while, and the wait is
-				// to an absolute deadline.
-				timer.Reset(time.Duration(next - s.now()))
-				armed = next
-			}
-		}
-		select {
-		case <-s.quit:
-			timer.Stop()
-			return
-		case <-s.wake:
-		case <-timer.C:
-			// A fire is only a hint (with pre-Go 1.23 timer semantics it can
-			// be stale): runDue compares deadlines with the clock.
-			armed = -1
-		}
-	}
-}
-
-// drainInbox applies every queued request.
-func (s *Scheduler) drainInbox() {
-	s.mu.Lock()
-	full := len(s.inbox) >= maxInbox
-	s.ops, s.inbox = s.inbox, s.ops[:0]
-	n := s.enqueued
-	if full {
-		s.inboxCap.Broadcast()
-	}
-	s.mu.Unlock()
-	for _, o := range s.ops {
-		s.apply(o)
-	}
-	clear(s.ops) // no stale IDs kept
-	s.processed.Store(n)
-}
-
-func (s *Scheduler) apply(o op) {
-	slot := o.id.slot()
-	t := s.slab.at(slot)
-	if t.gen.Load() != o.id.gen() {
-		return // the task is gone and its slot reused
-	}
-	w := t.word.Load()
-	switch o.kind {
-	case opAdd:
-		if wordStatus(w) == statusCancelled {
-			if s.cfg.strategy == LazyCancel {
-				s.dead.Add(-1)
-			}
-			s.drop(slot, t)
-			return
-		}
-		s.pushEntry(slot, t, wordWhen(w))
-	case opEarlier:
-		if wordStatus(w) != statusPending || w&flagOwned == 0 {
-			return
-		}
-		when := wordWhen(w)
-		if s.cfg.strategy == EagerCancel {
-			if i := int(t.ref); i < s.heap.len() && s.heap.items[i].slot == slot && when < s.heap.items[i].when {
-				s.heap.setWhen(int(i), when)
-			}
-			return
-		}
-		// Lazy: the old entry becomes a tombstone.
-		s.pushEntry(slot, t, when)
-		s.dead.Add(1)
-	case opRemove:
-		i := t.ref
-		if w&flagOwned == 0 || int(i) >= s.heap.len() || s.heap.items[i].slot != slot {
-			return // already dropped when its entry reached the top
-		}
-		s.heap.removeAt(int(i))
-		s.drop(slot, t)
-	}
-}
-
-// pushEntry adds an entry for t. With lazy cancel it gets a new tag, which
-// turns any earlier entry of t into a tombstone.
-func (s *Scheduler) pushEntry(slot uint32, t *task, when int64) {
-	if s.cfg.strategy == LazyCancel {
-		if t.ref == noIndex-1 {
-			// About to reuse tag values: clear out every tombstone first so
-			// that no old entry can match a new tag.
-			s.compact()
-		}
-		t.ref++
-	}
-	s.heap.push(entry{when: when, slot: slot, tag: t.ref})
-}
-
-// runDue hands every task due at now to the dispatcher.
-func (s *Scheduler) runDue(now int64) {
-	for s.heap.len() > 0 {
-		e := s.heap.top()
-		if e.when > now || e.when >= never {
-			break
-		}
-		t := s.slab.at(e.slot)
-		if s.cfg.strategy == LazyCancel && e.tag != t.ref {
-			s.heap.pop() // tombstone of an earlier deadline
-			s.dead.Add(-1)
-			continue
-		}
-		w := t.word.Load()
-		if wordStatus(w) == statusCancelled {
-			s.heap.pop()
-			if s.cfg.strategy == LazyCancel {
-				s.dead.Add(-1)
-			}
-			s.drop(e.slot, t)
-			continue
-		}
-		if when := wordWhen(w); when != e.when {
-			// Reset moved the deadline: fix the entry, look again.
-			s.heap.setWhen(0, when)
-			continue
-		}
-		if t.interval == 0 {
-			// One-shot: hand the slot from the owner to the worker.
-			if !t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusFired|flagRunning) {
-				continue // a caller changed it meanwhile; look again
-			}
-			s.heap.pop()
-			s.live.Add(-1)
-			s.dueNow = append(s.dueNow, due{e.slot, e.when})
-			continue
-		}
-		next, missed := nextRun(e.when, t.interval, now)
-		running := w&flagRunning != 0
-		nw := packWord(next, w&flagMask|flagRunning)
-		if running {
-			missed++ // the previous run is still going: skip this one
-			nw = packWord(next, w&flagMask)
-		}
-		if !t.word.CompareAndSwap(w, nw) {
-			continue
-		}
-		s.heap.setWhen(0, next)
-		if missed > 0 {
-			s.skipped.Add(uint64(missed))
-		}
-		if !running {
-			s.dueNow = append(s.dueNow, due{e.slot, e.when})
-		}
-	}
-}
-
-// nextRun returns the first deadline of a task with the given interval
-// after its run due at when, as seen at now, and how many deadlines in
-// between were missed. Deadlines stay on when + k·interval.
-func nextRun(when, interval, now int64) (next int64, missed int64) {
-	if interval > never-when {
-		return never, 0
-	}
-	next = when + interval
-	if next <= now {
-		missed = (now - when) / interval
-		if missed > (never-when)/interval-1 {
-			return never, missed
-		}
-		next = when + (missed+1)*interval
-	}
-	return next, missed
-}
-
-// drop releases the owner's reference to t, whose entry has left the heap
-// (or never entered it). The slot is freed once no worker runs it either.
-func (s *Scheduler) drop(slot uint32, t *task) {
-	if t.letGo(flagOwned) {
-		s.freed = append(s.freed, slot)
-	}
-}
-
-// free returns a slot to the allocator; t must be its task.
-func (s *Scheduler) free(slot uint32, t *task) {
-	if !s.slab.retire(slot, t) {
-		return
-	}
-	s.mu.Lock()
-	s.slab.free = append(s.slab.free, slot)
-	s.mu.Unlock()
-}
-
-// flush ends a loop iteration: frees the slots dropped during it, hands the
-// due tasks to the dispatcher and publishes the heap's size.
-func (s *Scheduler) flush() {
-	if len(s.freed) > 0 {
-		reusable := s.freed[:0]
-		for _, slot := range s.freed {
-			if s.slab.retire(slot, s.slab.at(slot)) {
-				reusable = append(reusable, slot)
-			}
-		}
-		s.mu.Lock()
-		s.slab.free = append(s.slab.free, reusable...)
-		s.mu.Unlock()
-		s.freed = s.freed[:0]
-	}
-	if len(s.dueNow) > 0 {
-		s.waiting.Add(int64(len(s.dueNow)))
-		s.dueQ.put(s.dueNow)
-		s.dueNow = s.dueNow[:0]
-	}
-	s.heapLen.Store(int64(s.heap.len()))
-	s.loops.Add(1)
-}
-
-// tooManyTombstones reports whether tombstones exceed a quarter of the live
-// entries (a fifth of the heap). Rebuilding then keeps the heap within 1.25
-// entries per live task. (The Go runtime's rule, a quarter of the heap,
-// would allow 1.33.)
-func (s *Scheduler) tooManyTombstones() bool {
-	d := s.dead.Load()
-	return d > 0 && 5*d > int64(s.heap.len())
-}
-
-// compact rebuilds a lazy heap without its tombstones, in O(n).
-func (s *Scheduler) compact() {
-	items := s.heap.items
-	kept := 0
-	for _, e := range items {
-		t := s.slab.at(e.slot)
-		if e.tag != t.ref {
-			s.dead.Add(-1)
-			continue
-		}
-		if wordStatus(t.word.Load()) == statusCancelled {
-			s.dead.Add(-1)
-			s.drop(e.slot, t)
-			continue
-		}
-		items[kept] = e
-		kept++
-	}
-	s.heap.items = items[:kept]
-	s.heap.heapify()
-	s.heap.trim()
-}

@@ -155,7 +155,7 @@ func TestWithPoolRunsJobsOnThatPoolAndNeverReleasesIt(t *testing.T) {
 	for _, c := range constructors {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				pool, err := ants.NewPool(2)
+				pool, err := ants.NewPool(2, ants.WithNonblocking(true))
 				require.NoError(t, err)
 				s, err := c.new(1, schedule.WithPool(pool))
 				require.NoError(t, err)
@@ -667,7 +667,7 @@ func TestPanickingJobIsIsolated(t *testing.T) {
 	for _, c := range constructors {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				pool, err := ants.NewPool(1)
+				pool, err := ants.NewPool(1, ants.WithNonblocking(true))
 				require.NoError(t, err)
 				var mu sync.Mutex
 				got := map[schedule.TaskID]int{}

@@ -17,6 +17,15 @@ import (
 // task by ID hold the slot's stripe lock while they check the generation and
 // change the state word. The generation is bumped only under that same lock,
 // so a caller can never change the word of a later task that reuses the slot.
+//
+// IDs are scrambled per slab, so that an ID of one Scheduler does not name a
+// task of another. Every slot's generations start at the slab's random base
+// (never 0) and count up, skipping 0; a slot whose next generation would
+// come back round to the base is retired for good, so no (slot, generation)
+// pair, and hence no ID, is ever handed out twice. The slot is stored XORed
+// with a random key, so the low half of a foreign ID decodes to a slot of
+// this slab with probability about used/2^32, and its generation then
+// matches with probability 2^-32.
 const (
 	chunkBits   = 10
 	chunkSize   = 1 << chunkBits
@@ -42,8 +51,32 @@ type slab struct {
 	used uint32
 	free []uint32
 
+	// base and key scramble IDs (see above). Set once by init, before the
+	// slab is shared; read-only afterwards.
+	base uint32
+	key  uint32
+
 	stripes [stripeCount]stripe
 }
+
+// init draws the slab's ID scrambling. r must return uniformly random
+// values; base is never 0.
+func (sl *slab) init(r func() uint64) {
+	v := r()
+	sl.key = uint32(v)
+	sl.base = uint32(v >> 32)
+	if sl.base == 0 {
+		sl.base = 1
+	}
+}
+
+// id returns the ID of the task in slot at generation gen.
+func (sl *slab) id(slot, gen uint32) TaskID {
+	return TaskID(uint64(gen)<<32 | uint64(slot^sl.key))
+}
+
+// slotOf returns the slot an ID names.
+func (sl *slab) slotOf(id TaskID) uint32 { return uint32(id) ^ sl.key }
 
 // at returns the task in slot, which must have been allocated.
 func (sl *slab) at(slot uint32) *task {
@@ -61,11 +94,12 @@ func (sl *slab) lookup(id TaskID) *task {
 	if dir == nil {
 		return nil
 	}
-	c := id.slot() >> chunkBits
+	slot := sl.slotOf(id)
+	c := slot >> chunkBits
 	if c >= uint32(len(*dir)) {
 		return nil
 	}
-	return &(*dir)[c][id.slot()&(chunkSize-1)]
+	return &(*dir)[c][slot&(chunkSize-1)]
 }
 
 func (sl *slab) stripe(slot uint32) *sync.Mutex {
@@ -89,7 +123,7 @@ func (sl *slab) alloc() (uint32, *task, bool) {
 	}
 	sl.used++
 	t := sl.at(slot)
-	t.gen.Store(1)
+	t.gen.Store(sl.base)
 	return slot, t, true
 }
 
@@ -110,14 +144,22 @@ func (sl *slab) grow() {
 // retire ends the life of the task in slot: it drops the job so that the
 // garbage collector can reclaim it and bumps the generation so that the
 // task's ID no longer names the slot. It reports whether the slot may be
-// reused: a slot whose generation would wrap is never reused, so no TaskID
-// is ever handed out twice.
+// reused: a slot whose generations have gone all the way round is never
+// reused (its generation is left at 0, which no ID carries), so no TaskID is
+// ever handed out twice.
 func (sl *slab) retire(slot uint32, t *task) bool {
 	l := sl.stripe(slot)
 	l.Lock()
-	t.job = nil
+	t.release()
 	t.interval = 0
-	g := t.gen.Add(1)
+	g := t.gen.Load() + 1
+	if g == 0 {
+		g = 1
+	}
+	if g == sl.base {
+		g = 0
+	}
+	t.gen.Store(g)
 	l.Unlock()
 	return g != 0
 }

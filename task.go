@@ -8,14 +8,17 @@ import (
 // TaskID identifies a task scheduled on a Scheduler. It is never 0, and a
 // Scheduler never hands out the same TaskID twice. IDs are opaque: their
 // numeric order says nothing about the order in which tasks were scheduled.
+//
+// An ID names a task of the Scheduler that issued it only. Each Scheduler
+// draws its own random 64-bit key for encoding IDs (see slab.go), so an ID
+// from another Scheduler names one of its tasks with probability about
+// n/2^64 for a Scheduler that has n slots: a mixed-up ID is, for any
+// practical purpose, an unknown ID.
 type TaskID uint64
 
-// An ID is the slot of the task in the slab (low 32 bits) and the slot's
-// generation (high 32 bits). Generations start at 1, so no ID is 0.
-func makeID(slot, gen uint32) TaskID { return TaskID(uint64(gen)<<32 | uint64(slot)) }
-
-func (id TaskID) slot() uint32 { return uint32(id) }
-func (id TaskID) gen() uint32  { return uint32(id >> 32) }
+// The generation of an ID (high 32 bits); the slot is in the low 32 bits,
+// scrambled with the slab's key (see slab.id and slab.slotOf).
+func (id TaskID) gen() uint32 { return uint32(id >> 32) }
 
 // The state word of a task packs its deadline and its state into one
 // uint64 so that a single CompareAndSwap moves both:
@@ -62,9 +65,14 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //   - word: shared; changed only by CompareAndSwap (see the layout above).
 //   - gen: written only while the slot is being freed, under the slot's
 //     stripe lock; read by anyone.
-//   - job, interval: written when the slot is allocated, before its ID is
-//     published; cleared when it is freed. Read by the owner and by the
-//     worker that runs the job.
+//   - interval: written when the slot is allocated, before its ID is
+//     published. Read by the owner.
+//   - fn, arg: the job. Written when the slot is allocated, before its ID is
+//     published; read only by the worker that runs the job, while the
+//     running flag is set. They are cleared, under the slot's stripe lock,
+//     by whoever sees the task cancelled with no run in flight (CancelTask,
+//     or the worker ending the run), and when the slot is freed: a job that
+//     can no longer run is never kept reachable.
 //   - ref: owner goroutine only. With eager cancel it is the index of the
 //     task's entry in the heap (noIndex when it has none); with lazy cancel
 //     it is the tag of the task's current heap entry, and entries whose tag
@@ -73,8 +81,28 @@ type task struct {
 	word     atomic.Uint64
 	gen      atomic.Uint32
 	ref      uint32
-	job      func()
 	interval int64 // nanoseconds; 0 for a one-shot task
+
+	// fn is nil for a func() job, which is then arg itself: a func value
+	// fits in an interface without an allocation.
+	fn  func(id TaskID, arg any)
+	arg any
+}
+
+// call runs the task's job as the task id.
+func (t *task) call(id TaskID) {
+	if t.fn == nil {
+		t.arg.(func())()
+		return
+	}
+	t.fn(id, t.arg)
+}
+
+// release drops the job so that the garbage collector can reclaim it and
+// everything it captures. The slot's stripe lock must be held.
+func (t *task) release() {
+	t.fn = nil
+	t.arg = nil
 }
 
 // letGo clears one holder's flag, flagOwned or flagRunning, and reports

@@ -48,6 +48,10 @@ type impl struct {
 	ResetCall string
 	// CancelAdd names the calls used for the cancel+add path.
 	CancelAdd string
+	// Handle is what a caller must keep per timer to cancel or re-arm it
+	// later, as the adapter keeps it (its bytes are counted in the memory
+	// figures).
+	Handle string
 	// New builds a running instance whose jobs run on at most workers
 	// goroutines, for implementations that have a pool.
 	New func(workers int) (Timers, error)
@@ -68,7 +72,7 @@ func register(i impl) {
 // the Go runtime comes first because every ratio refers to it.
 var implOrder = []string{
 	"runtime", "lazycancel", "eagercancel", "runtime-ants",
-	"russellluo", "gozero", "antlabs",
+	"russellluo", "gozero", "gozero-1s", "antlabs",
 }
 
 // baselineImpl is the implementation every ratio is taken against.
@@ -93,6 +97,18 @@ func implNames() []string {
 	}
 	sort.Strings(rest)
 	return append(names, rest...)
+}
+
+// wheelNames returns the registered implementations that tick, in report
+// order.
+func wheelNames() []string {
+	var out []string
+	for _, n := range implNames() {
+		if registry[n].Tick > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // tickText renders an implementation's tick for the tables.

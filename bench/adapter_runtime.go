@@ -22,12 +22,12 @@ type antsTimers struct {
 func init() {
 	register(impl{
 		Name: "runtime", Label: "Go runtime (time.AfterFunc)",
-		ResetCall: "Timer.Reset", CancelAdd: "Stop+AfterFunc",
+		ResetCall: "Timer.Reset", CancelAdd: "Stop+AfterFunc", Handle: "*time.Timer",
 		New: func(int) (Timers, error) { return &runtimeTimers{}, nil },
 	})
 	register(impl{
 		Name: "runtime-ants", Label: "AfterFunc + ants pool",
-		ResetCall: "Timer.Reset", CancelAdd: "Stop+AfterFunc",
+		ResetCall: "Timer.Reset", CancelAdd: "Stop+AfterFunc", Handle: "*time.Timer",
 		New: func(workers int) (Timers, error) {
 			p, err := ants.NewPool(workers)
 			if err != nil {

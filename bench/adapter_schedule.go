@@ -30,12 +30,12 @@ func newScheduleTimers(build func(int, ...schedule.Option) (*schedule.Scheduler,
 func init() {
 	register(impl{
 		Name: "lazycancel", Label: "go-schedule lazycancel",
-		ResetCall: "Reset", CancelAdd: "CancelTask+ScheduleOne",
+		ResetCall: "Reset", CancelAdd: "CancelTask+ScheduleOne", Handle: "TaskID",
 		New: newScheduleTimers(lazycancel.New),
 	})
 	register(impl{
 		Name: "eagercancel", Label: "go-schedule eagercancel",
-		ResetCall: "Reset", CancelAdd: "CancelTask+ScheduleOne",
+		ResetCall: "Reset", CancelAdd: "CancelTask+ScheduleOne", Handle: "TaskID",
 		New: newScheduleTimers(eagercancel.New),
 	})
 }
@@ -80,6 +80,25 @@ func (t *scheduleTimers) Settle(live int) error {
 }
 
 func (t *scheduleTimers) Close() { t.s.Shutdown() }
+
+// settleBefore waits, at most until limit, for a go-schedule instance to
+// have applied the adds queued so far (live tasks in its heap); for other
+// implementations, which apply every call before returning, it returns at
+// once. The fire workloads call it so that applying queued adds is not
+// charged to the firing window.
+func settleBefore(t Timers, live int, limit time.Time) {
+	s, ok := t.(*scheduleTimers)
+	if !ok {
+		return
+	}
+	for time.Now().Before(limit) {
+		st := s.s.Stats()
+		if st.HeapEntries-st.Tombstones >= live || st.Fired > 0 {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
 
 // schedStats exposes the scheduler's counters to workloads that report
 // them; ok is false for other implementations.

@@ -11,19 +11,24 @@ import (
 // Wheel ticks. A timing wheel cannot fire closer to a deadline than one
 // tick, so the tick is printed next to each wheel's results. antlabs/timer
 // has a fixed 10 ms tick; the other two are set to 1 ms, the finest each
-// accepts in practice.
+// accepts in practice. go-zero also runs at the 1 s tick with 300 slots
+// that go-zero itself uses (core/collection.Cache, the cache cleaner) and
+// its users typically pick, so that its lateness and idle CPU are also
+// shown at the setting it is used with.
 const (
 	russellTick     = time.Millisecond
 	russellWheel    = 512
 	gozeroTick      = time.Millisecond
 	gozeroSlots     = 60000 // one revolution per minute
+	gozeroCoarse    = time.Second
+	gozeroCoarseN   = 300 // one revolution per 5 minutes, as go-zero's Cache
 	antlabsFixedTic = 10 * time.Millisecond
 )
 
 func init() {
 	register(impl{
 		Name: "russellluo", Label: "RussellLuo/timingwheel", Tick: russellTick,
-		CancelAdd: "Stop+AfterFunc",
+		CancelAdd: "Stop+AfterFunc", Handle: "*timingwheel.Timer",
 		New: func(int) (Timers, error) {
 			tw := timingwheel.NewTimingWheel(russellTick, russellWheel)
 			tw.Start()
@@ -32,18 +37,17 @@ func init() {
 	})
 	register(impl{
 		Name: "gozero", Label: "go-zero collection.TimingWheel", Tick: gozeroTick,
-		ResetCall: "MoveTimer", CancelAdd: "RemoveTimer+SetTimer",
-		New: func(int) (Timers, error) {
-			tw, err := collection.NewTimingWheel(gozeroTick, gozeroSlots, func(_, v any) { v.(func())() })
-			if err != nil {
-				return nil, err
-			}
-			return &gozeroTimers{tw: tw}, nil
-		},
+		ResetCall: "MoveTimer", CancelAdd: "RemoveTimer+SetTimer", Handle: "none (keyed by the caller's int key)",
+		New: newGozero(gozeroTick, gozeroSlots),
+	})
+	register(impl{
+		Name: "gozero-1s", Label: "go-zero collection.TimingWheel", Tick: gozeroCoarse,
+		ResetCall: "MoveTimer", CancelAdd: "RemoveTimer+SetTimer", Handle: "none (keyed by the caller's int key)",
+		New: newGozero(gozeroCoarse, gozeroCoarseN),
 	})
 	register(impl{
 		Name: "antlabs", Label: "antlabs/timer", Tick: antlabsFixedTic,
-		ResetCall: "TimeNoder.Reset", CancelAdd: "Stop+AfterFunc",
+		ResetCall: "TimeNoder.Reset", CancelAdd: "Stop+AfterFunc", Handle: "TimeNoder (interface)",
 		New: func(int) (Timers, error) {
 			tm := antlabs.NewTimer()
 			go tm.Run()
@@ -78,6 +82,18 @@ func (t *russellTimers) Close()                         { t.tw.Stop() }
 // new goroutine.
 type gozeroTimers struct {
 	tw *collection.TimingWheel
+}
+
+// newGozero returns the constructor of a go-zero wheel with the given tick
+// and number of slots, whose job value is the function to run.
+func newGozero(tick time.Duration, slots int) func(int) (Timers, error) {
+	return func(int) (Timers, error) {
+		tw, err := collection.NewTimingWheel(tick, slots, func(_, v any) { v.(func())() })
+		if err != nil {
+			return nil, err
+		}
+		return &gozeroTimers{tw: tw}, nil
+	}
 }
 
 func (t *gozeroTimers) Prepare(int) {}

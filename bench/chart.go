@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -21,95 +22,63 @@ type chartSeries struct {
 	color          color.Color
 }
 
+// chartPanel is one bar chart of the image. Bars above clip (when it is
+// positive) are cut at the axis and marked.
+type chartPanel struct {
+	title, ylabel string
+	clip          float64
+	series        []chartSeries
+}
+
 // writeChart draws ns/heartbeat and bytes/device per implementation, for
-// the native re-arm and for cancel+add, as one image with two panels; the
-// format (SVG or PNG) follows path's extension.
-// Implementations without a figure get no bar.
+// the native re-arm with the device's own timeout, the native re-arm with
+// mixed timeouts and cancel+add, as one image with two panels; the format
+// (SVG or PNG) follows path's extension.
+//
+// Every bar carries its value. A bar cut at the top of the axis is drawn
+// up to the axis, marked with a triangle, and its label says "cut". A
+// missing bar says why it is missing, in place of the bar: "n/a" when the
+// library has no such call, "deadlocked" when the run hung, "failed" when
+// it failed otherwise.
 func writeChart(r *report, path string) error {
-	var names, labels []string
+	var names []string
 	for _, n := range implNames() {
 		if r.hasImpl(n) {
 			names = append(names, n)
-			labels = append(labels, n)
 		}
 	}
 	blue := color.RGBA{R: 0x31, G: 0x6b, B: 0xb5, A: 0xff}
+	green := color.RGBA{R: 0x3a, G: 0x9a, B: 0x5b, A: 0xff}
 	orange := color.RGBA{R: 0xe6, G: 0x7e, B: 0x22, A: 0xff}
-	// The heartbeat axis is cut at twice the runtime's cancel+add cost so
-	// that one slow implementation does not flatten the others; every bar
-	// carries its value as a label.
-	nsClip := 0.0
-	if s, ok := r.get("heartbeat-canceladd", baselineImpl, "ns_hb"); ok {
-		nsClip = 2 * s.Median
+	series := func(key string) []chartSeries {
+		return []chartSeries{
+			{"native re-arm, own timeout", "heartbeat-reset", key, blue},
+			{"native re-arm, mixed timeouts", "heartbeat-mixed", key, green},
+			{"cancel + add", "heartbeat-canceladd", key, orange},
+		}
 	}
-	panels := []struct {
-		title, ylabel string
-		clip          float64
-		series        []chartSeries
-	}{
-		{"Heartbeat cost (median; bars past the top are cut, see labels)", "ns per heartbeat", nsClip, []chartSeries{
-			{"native re-arm", "heartbeat-reset", "ns_hb", blue},
-			{"cancel + add", "heartbeat-canceladd", "ns_hb", orange},
-		}},
-		{"Live heap per device after heartbeats (median)", "bytes per device", 0, []chartSeries{
-			{"native re-arm", "heartbeat-reset", "bytes_device", blue},
-			{"cancel + add", "heartbeat-canceladd", "bytes_device", orange},
-		}},
+	// Each axis is cut at twice the runtime's cancel+add figure so that one
+	// costly implementation does not flatten the others.
+	clipAt := func(key string) float64 {
+		if s, ok := r.get("heartbeat-canceladd", baselineImpl, key); ok {
+			return 2 * s.Median
+		}
+		return 0
+	}
+	panels := []chartPanel{
+		{"Heartbeat cost (median). No bar: n/a = no such call in the library; deadlocked, failed = every run of it did", "ns per heartbeat", clipAt("ns_hb"), series("ns_hb")},
+		{"Live heap per device after heartbeats, caller's handles included (median)", "bytes per device", clipAt("bytes_device"), series("bytes_device")},
 	}
 	plots := make([][]*plot.Plot, len(panels))
 	for pi, panel := range panels {
-		p := plot.New()
-		p.Title.Text = panel.title
-		p.Y.Label.Text = panel.ylabel
-		p.Legend.Top = true
-		p.Legend.Left = true
-		p.Legend.XOffs = vg.Points(40)
-		w := vg.Points(20)
-		for si, s := range panel.series {
-			vals := make(plotter.Values, len(names))
-			var at plotter.XYs
-			var texts []string
-			for i, n := range names {
-				if sum, ok := r.get(s.wl, n, s.key); ok {
-					vals[i] = sum.Median
-					y := sum.Median
-					if panel.clip > 0 {
-						vals[i] = min(vals[i], panel.clip)
-						y = vals[i]
-					}
-					at = append(at, plotter.XY{X: float64(i), Y: y})
-					texts = append(texts, fmt.Sprintf("%.0f", sum.Median))
-				}
-			}
-			bars, err := plotter.NewBarChart(vals, w)
-			if err != nil {
-				return err
-			}
-			bars.Color = s.color
-			bars.LineStyle.Width = 0
-			bars.Offset = w * vg.Length(2*si-len(panel.series)+1) / 2
-			p.Add(bars)
-			p.Legend.Add(s.label, bars)
-			if len(at) > 0 {
-				labels, err := plotter.NewLabels(plotter.XYLabels{XYs: at, Labels: texts})
-				if err != nil {
-					return err
-				}
-				for k := range labels.TextStyle {
-					labels.TextStyle[k].XAlign = draw.XCenter
-					labels.TextStyle[k].Font.Size = vg.Points(6)
-				}
-				labels.Offset = vg.Point{X: bars.Offset, Y: vg.Points(2)}
-				p.Add(labels)
-			}
+		p, err := drawPanel(r, names, panel)
+		if err != nil {
+			return err
 		}
-		p.NominalX(labels...)
-		p.X.Tick.Label.Rotation = 0.5
-		p.X.Tick.Label.XAlign = draw.XRight
 		plots[pi] = []*plot.Plot{p}
 	}
 
-	const width, height = 9 * vg.Inch, 9 * vg.Inch
+	const width, height = 10 * vg.Inch, 10 * vg.Inch
 	var c interface {
 		vg.CanvasSizer
 		io.WriterTo
@@ -134,4 +103,160 @@ func writeChart(r *report, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// drawPanel builds one panel: a group of bars per implementation.
+func drawPanel(r *report, names []string, panel chartPanel) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = panel.title
+	p.Y.Label.Text = panel.ylabel
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(40)
+
+	// The axis top: the cut, or the largest value.
+	top := 0.0
+	for _, s := range panel.series {
+		for _, n := range names {
+			if sum, ok := r.get(s.wl, n, s.key); ok {
+				top = max(top, sum.Median)
+			}
+		}
+	}
+	cut := panel.clip > 0 && top > panel.clip
+	if cut {
+		top = panel.clip
+	}
+	if top <= 0 {
+		top = 1
+	}
+	p.Y.Min, p.Y.Max = 0, top*1.12
+
+	w := vg.Points(16)
+	var cutMarks plotter.XYs
+	var cutOffsets []vg.Length
+	for si, s := range panel.series {
+		vals := make(plotter.Values, len(names))
+		var at, missingAt plotter.XYs
+		var texts, missing []string
+		for i, n := range names {
+			sum, ok := r.get(s.wl, n, s.key)
+			if !ok {
+				if st := r.status(s.wl, n); st != "not run" {
+					missingAt = append(missingAt, plotter.XY{X: float64(i), Y: top * 0.02})
+					missing = append(missing, st)
+				}
+				continue
+			}
+			v := sum.Median
+			txt := fmt.Sprintf("%.0f", v)
+			if cut && v > panel.clip {
+				v = panel.clip
+				txt = "     " + txt + " (cut)" // clear of the triangle
+				cutMarks = append(cutMarks, plotter.XY{X: float64(i), Y: v})
+				cutOffsets = append(cutOffsets, w*vg.Length(2*si-len(panel.series)+1)/2)
+			}
+			vals[i] = v
+			at = append(at, plotter.XY{X: float64(i), Y: v})
+			texts = append(texts, txt)
+		}
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = s.color
+		bars.LineStyle.Width = 0
+		bars.Offset = w * vg.Length(2*si-len(panel.series)+1) / 2
+		p.Add(bars)
+		p.Legend.Add(s.label, bars)
+		if err := addLabels(p, at, texts, bars.Offset, color.Black); err != nil {
+			return nil, err
+		}
+		red := color.RGBA{R: 0xa0, G: 0x10, B: 0x10, A: 0xff}
+		if err := addLabels(p, missingAt, missing, bars.Offset, red); err != nil {
+			return nil, err
+		}
+	}
+	// Every cut bar gets a white break across it below the top, and a
+	// triangle on top; its label, above the triangle, says "cut".
+	if len(cutMarks) > 0 {
+		br := barBreaks{at: cutMarks, dx: cutOffsets, width: w}
+		p.Add(br)
+		sc, err := plotter.NewScatter(cutMarks)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle.Shape = draw.TriangleGlyph{}
+		sc.GlyphStyle.Radius = vg.Points(4)
+		sc.GlyphStyle.Color = color.RGBA{R: 0xc0, G: 0x20, B: 0x20, A: 0xff}
+		p.Add(offsetScatter{sc, cutOffsets})
+		p.Legend.Add(fmt.Sprintf("bar cut at the axis (%.0f); its label has the value", panel.clip), sc)
+	}
+	labels := make([]string, len(names))
+	copy(labels, names)
+	p.NominalX(labels...)
+	p.X.Tick.Label.Rotation = 0.5
+	p.X.Tick.Label.XAlign = draw.XRight
+	return p, nil
+}
+
+// addLabels writes texts at the given points, shifted by a bar's offset;
+// they stand upright so that neighbouring bars' labels do not overlap.
+func addLabels(p *plot.Plot, at plotter.XYs, texts []string, offset vg.Length, c color.Color) error {
+	if len(at) == 0 {
+		return nil
+	}
+	labels, err := plotter.NewLabels(plotter.XYLabels{XYs: at, Labels: texts})
+	if err != nil {
+		return err
+	}
+	for k := range labels.TextStyle {
+		labels.TextStyle[k].Rotation = math.Pi / 2
+		labels.TextStyle[k].XAlign = draw.XLeft
+		labels.TextStyle[k].YAlign = draw.YCenter
+		labels.TextStyle[k].Font.Size = vg.Points(6)
+		labels.TextStyle[k].Color = c
+	}
+	labels.Offset = vg.Point{X: offset, Y: vg.Points(3)}
+	p.Add(labels)
+	return nil
+}
+
+// offsetScatter draws a scatter whose points are shifted sideways, each by
+// its own dx, to sit on one bar of a group.
+type offsetScatter struct {
+	*plotter.Scatter
+	dx []vg.Length
+}
+
+// Plot draws the scatter's glyphs shifted by dx.
+func (s offsetScatter) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for k, xy := range s.XYs {
+		pt := vg.Point{X: trX(xy.X) + s.dx[k], Y: trY(xy.Y)}
+		c.DrawGlyph(s.GlyphStyle, pt)
+	}
+}
+
+// barBreaks draws a slanted white band across each cut bar a little below
+// its top, the usual sign of a broken bar.
+type barBreaks struct {
+	at    plotter.XYs
+	dx    []vg.Length
+	width vg.Length
+}
+
+// Plot draws the bands.
+func (b barBreaks) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for k, xy := range b.at {
+		mid := trX(xy.X) + b.dx[k]
+		left, right := mid-b.width/2-vg.Points(1), mid+b.width/2+vg.Points(1)
+		y := trY(xy.Y * 0.9)
+		h, slant := vg.Points(4), vg.Points(3)
+		c.FillPolygon(color.White, []vg.Point{
+			{X: left, Y: y - slant}, {X: right, Y: y + slant},
+			{X: right, Y: y + slant + h}, {X: left, Y: y - slant + h},
+		})
+	}
 }

@@ -1,13 +1,19 @@
 // Command bench compares go-schedule with the Go runtime's timers and with
 // timing-wheel libraries on the workloads go-schedule is built for: adding
-// far-future one-shots, re-arming heartbeat timeouts, firing, parallel
-// adds, idling with a million pending deadlines, and exactly-once timeouts
-// under heartbeats.
+// far-future one-shots, re-arming heartbeat timeouts (with each device's
+// own timeout, with a timeout drawn at every heartbeat, and as cancel+add),
+// firing deadlines spread over a window or packed densely, a burst of
+// deadlines due at one instant, parallel adds, idling with a million
+// pending deadlines, and exactly-once timeouts under heartbeats.
+//
+// The standard output ends with the headline table and go-schedule's
+// targets; with fewer than three repetitions (as with -quick) both are
+// labelled indicative.
 //
 // Run it from the bench directory:
 //
-//	go run .          # full run, writes results/ (about 20 minutes on 2 cores)
-//	go run . -quick   # small run for CI, writes to a temporary directory
+//	go run .          # full run, writes results/ (about 35 minutes on 2 cores)
+//	go run . -quick   # small run for CI (about 2 minutes), writes to a temporary directory
 //
 // Every (implementation, workload, repetition) runs in its own child
 // process, so that memory figures do not mix; the parent re-executes its own
@@ -30,7 +36,7 @@ import (
 
 func main() {
 	var c config
-	quick := flag.Bool("quick", false, "small sizes and one repetition, for CI (under two minutes)")
+	quick := flag.Bool("quick", false, "small sizes and one repetition, for CI (about two minutes); verdicts are then indicative")
 	count := flag.Int("count", 0, "repetitions of every measurement (default 3, 1 with -quick)")
 	out := flag.String("out", "", "output directory (default results, or a temporary directory with -quick)")
 	only := flag.String("impl", "", "comma-separated implementations to run (default all)")
@@ -42,6 +48,8 @@ func main() {
 	flag.IntVar(&c.Heartbeats, "heartbeats", 0, "heartbeat: heartbeats (default 2000000, 200000 with -quick)")
 	flag.IntVar(&c.FireN, "fire", 0, "fire: deadlines (default 200000, 20000 with -quick)")
 	flag.DurationVar(&c.FireWindow, "fire-window", 0, "fire: window the deadlines spread over (default 2s, 1s with -quick)")
+	flag.DurationVar(&c.FireDense, "fire-dense-window", 0, "fire-dense: window the same number of deadlines is packed into (default 200ms, 20ms with -quick)")
+	flag.IntVar(&c.BurstN, "burst", 0, "burst: deadlines due at the same instant (default 1000000, 100000 with -quick)")
 	flag.IntVar(&c.ParallelN, "parallel", 0, "parallel: timers (default 1000000, 100000 with -quick)")
 	flag.IntVar(&c.IdleN, "idle-n", 0, "idle: pending deadlines (default 1000000, 100000 with -quick)")
 	flag.DurationVar(&c.Idle, "idle", 0, "idle: measured idle period (default 10s, 1s with -quick)")
@@ -126,6 +134,7 @@ func main() {
 	if err := rep.write(dir); err != nil {
 		fatal(err)
 	}
+	fmt.Print(rep.console())
 	fmt.Fprintf(os.Stderr, "results in %s\n", dir)
 	if rep.failedRuns() > 0 {
 		fmt.Fprintf(os.Stderr, "%d runs failed (see results.md)\n", rep.failedRuns())
@@ -159,6 +168,8 @@ func (c *config) applyDefaults(quick bool) {
 	pick(&c.Heartbeats, 2_000_000, 200_000)
 	pick(&c.FireN, 200_000, 20_000)
 	pickD(&c.FireWindow, 2*time.Second, time.Second)
+	pickD(&c.FireDense, 200*time.Millisecond, 20*time.Millisecond)
+	pick(&c.BurstN, 1_000_000, 100_000)
 	pick(&c.ParallelN, 1_000_000, 100_000)
 	pick(&c.IdleN, 1_000_000, 100_000)
 	pickD(&c.Idle, 10*time.Second, time.Second)
@@ -177,6 +188,8 @@ func childArgs(im, wl string, run int, c config) []string {
 		"-heartbeats", strconv.Itoa(c.Heartbeats),
 		"-fire", strconv.Itoa(c.FireN),
 		"-fire-window", c.FireWindow.String(),
+		"-fire-dense-window", c.FireDense.String(),
+		"-burst", strconv.Itoa(c.BurstN),
 		"-parallel", strconv.Itoa(c.ParallelN),
 		"-idle-n", strconv.Itoa(c.IdleN),
 		"-idle", c.Idle.String(),

@@ -3,8 +3,7 @@ package main
 import (
 	"runtime"
 	"sort"
-	"syscall"
-	"time"
+	"sync/atomic"
 )
 
 // memSnapshot is what a workload reads from the runtime before and after a
@@ -36,15 +35,6 @@ func mallocs() uint64 {
 // delta that went negative.
 func perItem(after, before uint64, n int) float64 {
 	return (float64(after) - float64(before)) / float64(n)
-}
-
-// cpuTime returns the user plus system CPU time of this process.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // percentile returns the p-th percentile (0..100) of sorted values by the
@@ -79,33 +69,38 @@ func summarize(xs []float64) summary {
 	return summary{Median: m, Min: s[0], Max: s[len(s)-1], N: len(s)}
 }
 
-// goroutineSampler records the peak number of goroutines until stopped.
-type goroutineSampler struct {
-	stop chan struct{}
-	done chan int
-}
-
-func sampleGoroutines(every time.Duration) *goroutineSampler {
-	g := &goroutineSampler{stop: make(chan struct{}), done: make(chan int, 1)}
-	go func() {
-		peak := 0
-		tk := time.NewTicker(every)
-		defer tk.Stop()
-		for {
-			peak = max(peak, runtime.NumGoroutine())
-			select {
-			case <-g.stop:
-				g.done <- peak
-				return
-			case <-tk.C:
-			}
+// storeMax raises a to v if v is larger.
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
 		}
-	}()
-	return g
+	}
 }
 
-// Stop ends sampling and returns the peak seen.
-func (g *goroutineSampler) Stop() int {
-	close(g.stop)
-	return <-g.done
+// storeMin lowers a to v if v is smaller.
+func storeMin(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if v >= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// countedPrepare takes the "before" memory snapshot of a memory-measuring
+// workload and only then sizes t's handle storage, so that the caller's
+// handles (a TaskID, a *time.Timer, ... per timer) are counted with the
+// library's own memory: they are what a user has to hold to cancel or
+// re-arm a timer, and go-zero, which is keyed by the caller's own key,
+// keeps its equivalent (the key index) inside the library. It returns the
+// snapshot and the bytes of handle storage per timer.
+func countedPrepare(t Timers, n int) (before memSnapshot, handleBytes float64) {
+	before = settledMem()
+	t.Prepare(n)
+	withHandles := settledMem()
+	// before.mallocs is left as it was, so the handle storage's allocation
+	// is counted in the workload's allocations too.
+	return before, perItem(withHandles.heapAlloc, before.heapAlloc, n)
 }

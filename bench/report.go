@@ -171,24 +171,10 @@ const (
 func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# go-schedule comparative benchmark\n\n")
-	fmt.Fprintf(&b, "- Command: `%s` (from `bench/`)\n", r.Command)
-	fmt.Fprintf(&b, "- Date: %s\n", r.Date)
-	fmt.Fprintf(&b, "- Machine: %s, %d cores, GOMAXPROCS %d, %s, %s\n", r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
-	if lo, hi, ok := r.loadRange(); ok {
-		fmt.Fprintf(&b, "- 1-minute load average when children started: %.1f to %.1f", lo, hi)
-		if hi > float64(r.Machine.Cores) {
-			b.WriteString(" (more than the cores: other work was running on the machine)")
-		}
-		b.WriteString("\n")
-	}
-	c := r.Config
-	fmt.Fprintf(&b, "- Sizes: add %d; heartbeat %d devices, %d heartbeats; fire %d over %v; parallel %d; idle %d for %v; correctness %d devices for %v; pool size %d\n",
-		c.AddN, c.Devices, c.Heartbeats, c.FireN, c.FireWindow, c.ParallelN, c.IdleN, c.Idle, c.CorrectDevices, c.CorrectFor, c.Workers)
-	fmt.Fprintf(&b, "- Repetitions: %d, each implementation and workload in its own process. Cells show the median, the min–max range when there is more than one repetition, and ×ratio to the Go runtime's figure in the same run (below 1 is better for times, bytes and CPU).\n", r.Count)
-	b.WriteString("- go-schedule's default strategy (`schedule.New` without options) is lazy cancel, the same settings as `lazycancel.New`, so it has no row of its own.\n")
-	b.WriteString("- Wheel ticks (they bound precision): " + tickList() + ".\n\n")
-
-	b.WriteString("## Headline\n\n")
+	b.WriteString(r.header())
+	b.WriteString("\n## Implementations\n\n")
+	b.WriteString(r.implTable())
+	b.WriteString("\n## Headline\n\n")
 	b.WriteString(r.headline())
 	b.WriteString("\n![ns/heartbeat and bytes/device](" + chartFile + ")\n\n")
 	b.WriteString("## go-schedule targets\n\n")
@@ -201,6 +187,64 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "\n## %s (`%s`)\n\n%s\n\n", w.Title, w.Name, w.What)
 		b.WriteString(r.table(w))
 	}
+	return b.String()
+}
+
+// header describes the run: command, machine, sizes and how to read the
+// cells, and warns when the figures are only indicative.
+func (r *report) header() string {
+	var b strings.Builder
+	if r.indicative() {
+		fmt.Fprintf(&b, "**Indicative only**: %s.\n\n", r.indicativeWhy())
+	}
+	fmt.Fprintf(&b, "- Command: `%s` (from `bench/`)\n", r.Command)
+	fmt.Fprintf(&b, "- Date: %s\n", r.Date)
+	fmt.Fprintf(&b, "- Machine: %s, %d cores, GOMAXPROCS %d, %s, %s\n", r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
+	if lo, hi, ok := r.loadRange(); ok {
+		fmt.Fprintf(&b, "- 1-minute load average when children started: %.1f to %.1f", lo, hi)
+		if hi > float64(r.Machine.Cores) {
+			b.WriteString(" (more than the cores: other work was running on the machine)")
+		}
+		b.WriteString("\n")
+	}
+	c := r.Config
+	fmt.Fprintf(&b, "- Sizes: add %d; heartbeat %d devices, %d heartbeats; fire %d over %v (dense: over %v); burst %d at one instant; parallel %d; idle %d for %v; correctness %d devices for %v; pool size %d\n",
+		c.AddN, c.Devices, c.Heartbeats, c.FireN, c.FireWindow, c.FireDense, c.BurstN, c.ParallelN, c.IdleN, c.Idle, c.CorrectDevices, c.CorrectFor, c.Workers)
+	fmt.Fprintf(&b, "- Repetitions: %d, each implementation and workload in its own process. Cells show the median, the min–max range when there is more than one repetition, and ×ratio to the Go runtime's figure in the same run (below 1 is better for times, bytes and CPU).\n", r.Count)
+	b.WriteString("- Bytes include what the caller holds per timer to cancel or re-arm it (see the handle column below); go-zero keeps its key index inside the library, so its figure already held it.\n")
+	b.WriteString("- go-schedule's default strategy (`schedule.New` without options) is lazy cancel, the same settings as `lazycancel.New`, so it has no row of its own.\n")
+	b.WriteString("- Wheel ticks (they bound precision): " + tickList() + ".\n")
+	return b.String()
+}
+
+// implTable lists the implementations that ran, with the calls used and
+// the handle a caller keeps per timer.
+func (r *report) implTable() string {
+	var b strings.Builder
+	b.WriteString("| name | implementation | tick | re-arm call | cancel+add | caller's handle per timer |\n|---|---|---|---|---|---|\n")
+	for _, name := range implNames() {
+		if !r.hasImpl(name) {
+			continue
+		}
+		im := registry[name]
+		reset := im.ResetCall
+		if reset == "" {
+			reset = "none"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, im.Label, tickText(im.Tick), reset, im.CancelAdd, im.Handle)
+	}
+	return b.String()
+}
+
+// console is the part of the report printed on stdout at the end of a
+// run: the header, the headline and the targets.
+func (r *report) console() string {
+	var b strings.Builder
+	b.WriteString(r.header())
+	b.WriteString("\nHeadline\n\n")
+	b.WriteString(r.headline())
+	b.WriteString("\ngo-schedule targets\n\n")
+	b.WriteString(r.targetsTable())
 	return b.String()
 }
 
@@ -243,7 +287,7 @@ func (r *report) table(w workload) string {
 			continue
 		}
 		call := im.CancelAdd
-		if strings.Contains(w.Name, "reset") {
+		if usesReset(w.Name) {
 			call = im.ResetCall
 		}
 		if call == "" {
@@ -282,6 +326,11 @@ func (r *report) runsOf(wl, im string) []runResult {
 	return out
 }
 
+// usesReset reports whether a workload re-arms with the native call.
+func usesReset(wl string) bool {
+	return strings.HasSuffix(wl, "-reset") || wl == "heartbeat-mixed"
+}
+
 // cell renders one figure: median, range and ratio to the runtime.
 func (r *report) cell(wl, im string, col column) string {
 	s, ok := r.get(wl, im, col.Key)
@@ -305,7 +354,9 @@ func (r *report) cell(wl, im string, col column) string {
 func (r *report) ratio(wl, im, key string) (float64, bool) {
 	s, ok := r.get(wl, im, key)
 	base, bok := r.get(wl, baselineImpl, key)
-	if !ok || !bok || base.Median == 0 || math.IsNaN(base.Median) {
+	// A ratio of a negative figure (a wheel that fired before the
+	// deadline) means nothing.
+	if !ok || !bok || base.Median <= 0 || s.Median < 0 || math.IsNaN(base.Median) {
 		return 0, false
 	}
 	return s.Median / base.Median, true
@@ -320,12 +371,17 @@ func (r *report) headline() string {
 	cols := []hcol{
 		{"heartbeat ns (native re-arm)", "heartbeat-reset", "ns_hb", "%.0f", true},
 		{"allocs", "heartbeat-reset", "allocs_hb", "%.2f", false},
+		{"heartbeat ns (mixed timeouts)", "heartbeat-mixed", "ns_hb", "%.0f", true},
 		{"heartbeat ns (cancel+add)", "heartbeat-canceladd", "ns_hb", "%.0f", true},
-		{"bytes/device (cancel+add)", "heartbeat-canceladd", "bytes_device", "%.0f", true},
+		{"bytes/device (cancel+add, incl. handles)", "heartbeat-canceladd", "bytes_device", "%.0f", true},
 		{"ns/add", "add", "ns_add", "%.0f", true},
+		{"ns/add parallel", "parallel", "ns_add", "%.0f", true},
 		{"ns/(add+cancel)", "add", "ns_pair", "%.0f", true},
-		{"bytes/pending", "add", "bytes_task", "%.0f", true},
+		{"bytes/pending (incl. handles)", "add", "bytes_task", "%.0f", true},
 		{"fire p99 ms", "fire", "late_p99_ms", "%.2f", true},
+		{"fire CPU ns/job", "fire", "cpu_ns_job", "%.0f", true},
+		{"burst first job ms", "burst", "first_late_ms", "%.2f", true},
+		{"burst drain ms", "burst", "drain_ms", "%.0f", true},
 		{"idle CPU s", "idle", "cpu_s", "%.3f", false},
 	}
 	var b strings.Builder
@@ -347,7 +403,11 @@ func (r *report) headline() string {
 		for _, c := range cols {
 			s, ok := r.get(c.wl, name, c.key)
 			if !ok {
-				b.WriteString(" – |")
+				st := r.status(c.wl, name)
+				if st == "" || st == "not run" {
+					st = "–"
+				}
+				b.WriteString(" " + st + " |")
 				continue
 			}
 			txt := fmt.Sprintf(c.fmt, s.Median)
@@ -359,6 +419,34 @@ func (r *report) headline() string {
 		fmt.Fprintf(&b, " %s |\n", r.correctVerdict(name))
 	}
 	return b.String()
+}
+
+// status explains why a workload has no figure for an implementation: "n/a"
+// when the library cannot run it (skipped), "deadlocked" when a run was
+// stopped by the watchdog, "failed" for any other failed run, "not run"
+// when it was not selected, and "" when there is a figure.
+func (r *report) status(wl, im string) string {
+	if _, ok := r.Summary[wl][im]; ok {
+		return ""
+	}
+	runs := r.runsOf(wl, im)
+	if len(runs) == 0 {
+		return "not run"
+	}
+	for _, run := range runs {
+		if run.Error != "" && strings.HasPrefix(run.Error, "stuck") {
+			return "deadlocked"
+		}
+	}
+	for _, run := range runs {
+		if run.Error != "" {
+			return "failed"
+		}
+	}
+	if runs[0].Skipped != "" {
+		return "n/a"
+	}
+	return "–"
 }
 
 func (r *report) hasImpl(name string) bool {

@@ -30,17 +30,23 @@ func noteProgress(i int) {
 }
 
 // startWatchdog reports res as failed and exits the process when
-// progressCount stops moving for stallLimit.
+// progressCount has not moved at any of its once-a-second checks for
+// stallLimit. Counting checks rather than wall time keeps a process whose
+// goroutines were all starved (the runtime starting a million timer
+// goroutines in one go delays the watchdog's own timer too) from being
+// reported stuck the moment it gets going again.
 func startWatchdog(res runResult) {
 	go func() {
-		last, since := progressCount.Load(), time.Now()
+		const every = time.Second
+		last, misses := progressCount.Load(), 0
 		for {
-			time.Sleep(time.Second)
+			time.Sleep(every)
 			if n := progressCount.Load(); n != last {
-				last, since = n, time.Now()
+				last, misses = n, 0
 				continue
 			}
-			if time.Since(since) < stallLimit {
+			misses++
+			if time.Duration(misses)*every < stallLimit {
 				continue
 			}
 			res.Error = fmt.Sprintf("stuck: no progress for %v; goroutines inside the library: %s",

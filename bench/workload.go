@@ -16,6 +16,8 @@ type config struct {
 	Heartbeats     int           `json:"heartbeats"`
 	FireN          int           `json:"fire_n"`
 	FireWindow     time.Duration `json:"fire_window_ns"`
+	FireDense      time.Duration `json:"fire_dense_window_ns"`
+	BurstN         int           `json:"burst_n"`
 	ParallelN      int           `json:"parallel_n"`
 	IdleN          int           `json:"idle_n"`
 	Idle           time.Duration `json:"idle_ns"`
@@ -56,8 +58,8 @@ func registerWorkload(w workload) { workloads = append(workloads, w) }
 
 // workloadOrder is the order in which workloads run and are reported.
 var workloadOrder = []string{
-	"add", "heartbeat-reset", "heartbeat-canceladd", "fire", "parallel", "idle",
-	"correct-reset", "correct-canceladd",
+	"add", "heartbeat-reset", "heartbeat-mixed", "heartbeat-canceladd", "fire", "fire-dense", "burst",
+	"parallel", "idle", "correct-reset", "correct-canceladd",
 }
 
 // sortWorkloads puts workloads in workloadOrder; unlisted ones go last.
@@ -94,11 +96,21 @@ func farDelays(r *rand.Rand, n int, base, spread time.Duration) []time.Duration 
 	return ds
 }
 
-// newTimers builds a running instance of im with handle storage for n.
-func newTimers(im impl, c config, n int) (Timers, error) {
+// startImpl builds a running instance of im without handle storage; a
+// workload that counts memory sizes it with countedPrepare.
+func startImpl(im impl, c config) (Timers, error) {
 	t, err := im.New(c.Workers)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", im.Name, err)
+	}
+	return t, nil
+}
+
+// newTimers builds a running instance of im with handle storage for n.
+func newTimers(im impl, c config, n int) (Timers, error) {
+	t, err := startImpl(im, c)
+	if err != nil {
+		return nil, err
 	}
 	t.Prepare(n)
 	return t, nil

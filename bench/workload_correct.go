@@ -45,7 +45,7 @@ func init() {
 			if im.ResetCall == "" {
 				return "no re-arm call in this library"
 			}
-			return ""
+			return tooCoarse(im)
 		},
 		Run: func(im impl, c config, r *rand.Rand) (metrics, []string, error) {
 			return runCorrect(im, c, r, true)
@@ -56,10 +56,23 @@ func init() {
 		Title:   "Correctness under heartbeats, cancel + add",
 		What:    what + "Heartbeats cancel and re-add; each job also records which heartbeat armed it. " + correctRule,
 		Columns: cols,
+		Skip:    tooCoarse,
 		Run: func(im impl, c config, r *rand.Rand) (metrics, []string, error) {
 			return runCorrect(im, c, r, false)
 		},
 	})
+}
+
+// correctMinTimeout is the shortest timeout the correctness workloads draw.
+const correctMinTimeout = 200 * time.Millisecond
+
+// tooCoarse skips the correctness workloads for a wheel whose tick is
+// longer than their timeouts: no user sets 200 ms timeouts on a 1 s wheel.
+func tooCoarse(im impl) string {
+	if im.Tick >= correctMinTimeout {
+		return fmt.Sprintf("its %v tick is longer than the 200–400 ms timeouts of this workload", im.Tick)
+	}
+	return ""
 }
 
 // device is the state of one device in the correctness workload. The
@@ -99,7 +112,7 @@ func runCorrect(im impl, c config, seed *rand.Rand, native bool) (metrics, []str
 		nativeJobs[i] = func() { record(i, -1) }
 	}
 	timeout := func(r *rand.Rand) time.Duration {
-		return 200*time.Millisecond + time.Duration(r.Int64N(int64(200*time.Millisecond)))
+		return correctMinTimeout + time.Duration(r.Int64N(int64(correctMinTimeout)))
 	}
 	r0 := rand.New(rand.NewPCG(seed.Uint64(), 1))
 	for i := range devs {

@@ -14,5 +14,7 @@ import "github.com/go-schedule/schedule"
 // running at once. It is schedule.New with schedule.EagerCancel; see there
 // for the options and errors.
 func New(workers int, opts ...schedule.Option) (*schedule.Scheduler, error) {
-	return schedule.New(workers, append(opts, schedule.WithCancelStrategy(schedule.EagerCancel))...)
+	// The full slice expression makes append copy: the caller's slice is
+	// never written, even when it has spare capacity.
+	return schedule.New(workers, append(opts[:len(opts):len(opts)], schedule.WithCancelStrategy(schedule.EagerCancel))...)
 }

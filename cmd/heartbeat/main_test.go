@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -37,7 +38,7 @@ func TestSimulation(t *testing.T) {
 				cfg.Progress = &progress
 
 				start := time.Now()
-				res, err := Run(cfg)
+				res, err := Run(context.Background(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -45,15 +46,23 @@ func TestSimulation(t *testing.T) {
 				t.Logf("%d/%d detected, %d heartbeats in %v, lateness p50 %v p99 %v max %v, stats %+v",
 					res.Detected, res.Expected, res.Heartbeats, took, res.LatenessP50, res.LatenessP99, res.LatenessMax, res.Stats)
 
-				if res.Expected != 200 {
-					t.Errorf("expected %d silent devices, want 200", res.Expected)
+				if res.Expected != 200 || res.Planned != 200 || res.Fallen != 200 {
+					t.Errorf("%d silent devices planned, %d fallen silent, %d expected; want 200 each",
+						res.Planned, res.Fallen, res.Expected)
+				}
+				if res.Interrupted || res.Registered != 2000 || !res.HeartbeatsStarted {
+					t.Errorf("interrupted %v, %d devices registered, heartbeats started %v; want a complete run of 2000",
+						res.Interrupted, res.Registered, res.HeartbeatsStarted)
 				}
 				if res.Detected != res.Expected {
 					t.Errorf("detected %d silent devices, want %d; not detected: %v", res.Detected, res.Expected, res.Missing)
 				}
 				if res.FalseTimeouts != 0 {
-					t.Errorf("%d false timeouts (%d of live devices, %d early, %d failed Resets)",
-						res.FalseTimeouts, res.LiveTimeouts, res.EarlyTimeouts, res.FailedResets)
+					t.Errorf("%d false timeouts (%d of live devices, %d early, %d overtaken, %d failed Beats)",
+						res.FalseTimeouts, res.LiveTimeouts, res.EarlyTimeouts, res.Overtaken, res.FailedBeats)
+				}
+				if res.WatchedEnd != 1800 {
+					t.Errorf("the Monitor watched %d devices at the end, want the 1800 live ones", res.WatchedEnd)
 				}
 				if res.DuplicateTimeouts != 0 {
 					t.Errorf("%d timeouts ran more than once", res.DuplicateTimeouts)
@@ -88,8 +97,8 @@ func TestSimulation(t *testing.T) {
 				if want := int(took / cfg.ProgressEvery); len(lines) < want-1 || len(lines) > want+1 {
 					t.Errorf("%d progress lines in %v, want about %d", len(lines), took, want)
 				}
-				if !strings.Contains(lines[len(lines)-1], "timeouts 200") {
-					t.Errorf("last progress line %q does not show the 200 timeouts", lines[len(lines)-1])
+				if last := lines[len(lines)-1]; !strings.Contains(last, "declared dead 200 ") || !strings.HasSuffix(last, "watched 1,800") {
+					t.Errorf("last progress line %q does not show 200 declared dead and 1,800 watched", last)
 				}
 			})
 		})
@@ -106,7 +115,7 @@ func TestEdgeShares(t *testing.T) {
 				cfg.Devices = 300
 				cfg.Silent = share
 				cfg.Duration = 3 * time.Second
-				res, err := Run(cfg)
+				res, err := Run(context.Background(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -120,32 +129,157 @@ func TestEdgeShares(t *testing.T) {
 }
 
 // TestRun runs the command as main does, on the fake clock, and checks its
-// report and exit status.
+// header, report and exit status.
 func TestRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
-		code := run([]string{"-devices", "1000", "-duration", "3s", "-strategy", "eager", "-seed", "3"}, &stdout, &stderr)
-		if code != 0 {
+		code := run(context.Background(), []string{"-devices", "1000", "-duration", "3s", "-strategy", "eager", "-seed", "3"}, &stdout, &stderr)
+		if code != exitPass {
 			t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 		}
 		out := stdout.String()
 		for _, want := range []string{
-			"strategy            eager",
-			"silent devices      100 detected, 100 expected",
-			"false timeouts      0 ",
+			"heartbeat: 1,000 devices, timeout 2s, heartbeat every 500ms, 10% fall silent, seed 3\n",
+			"heartbeat: heartbeats for 3s, then up to 2.5s more (timeout 2s + grace 500ms) for the last silent devices' deadlines\n",
+			"strategy            eager (eagercancel)\n",
+			"registration        1,000 devices watched in ",
+			"silent devices      100 detected, 100 expected\n",
+			"false timeouts      0 (0 live devices declared dead, 0 devices declared dead before their deadline,\n",
+			"0 deadlines of live devices come due before their next heartbeat, 0 failed Beats)\n",
+			"repeated timeouts   0 ",
 			"detection lateness  p50 ",
 			"memory per device   ",
-			"scheduler stats     pending 900,",
-			"result              PASS",
+			"watched at the end  900 devices (Monitor.Len), 900 of them live\n",
+			"scheduler stats     pending 900, heap entries 900, tombstones 0, fired 100,",
+			"tombstones: stale heap entries",
+			"result              PASS\n",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("report lacks %q:\n%s", want, out)
 			}
 		}
+		if strings.Contains(out, "INTERRUPTED") || strings.Contains(out, "not detected") {
+			t.Errorf("report of a complete, passing run:\n%s", out)
+		}
 		if !strings.Contains(stderr.String(), "heartbeats") {
 			t.Errorf("no progress on stderr:\n%s", &stderr)
 		}
 	})
+}
+
+// TestInterrupted ends the run's context 4s (fake time) into a run planned
+// for 10s, as a SIGINT would. The run must stop at once, shut its
+// scheduler down (TestMain checks that nothing is left running), judge
+// only the silent devices already due, and still find no fault.
+func TestInterrupted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(4*time.Second, cancel)
+		cfg := DefaultConfig()
+		cfg.Devices = 1000
+		cfg.Seed = 5
+		cfg.MeasureMemory = true
+		start := time.Now()
+		res, err := Run(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 4*time.Second {
+			t.Errorf("interrupted run took %v of fake time, want 4s", took)
+		}
+		t.Logf("planned %d, fallen %d, expected %d, detected %d (+%d within grace), at %v",
+			res.Planned, res.Fallen, res.Expected, res.Detected, res.DetectedInGrace, res.InterruptedAt)
+		if !res.Interrupted || res.OK() {
+			t.Fatalf("Interrupted %v, OK %v; want an interrupted run, never OK", res.Interrupted, res.OK())
+		}
+		// The heartbeats start after registration and one GC, a few
+		// milliseconds of fake time at most.
+		if res.InterruptedAt < 3900*time.Millisecond || res.InterruptedAt > 4*time.Second {
+			t.Errorf("interrupted %v into the heartbeats, want just under 4s", res.InterruptedAt)
+		}
+		// Devices fall silent uniformly over 10s: about 40 of the 100 by
+		// 4s, and about 15 of them (silent before 1.5s) past their
+		// deadline and the grace period.
+		if res.Planned != 100 || res.Fallen < 20 || res.Fallen > 60 || res.Fallen >= res.Planned {
+			t.Errorf("%d of %d planned silent devices fell silent by 4s, want about 40", res.Fallen, res.Planned)
+		}
+		if res.Expected < 3 || res.Expected >= res.Fallen {
+			t.Errorf("%d expected of %d fallen silent, want some but not all", res.Expected, res.Fallen)
+		}
+		if res.Detected != res.Expected || len(res.Missing) != 0 {
+			t.Errorf("detected %d, expected %d, missing %v", res.Detected, res.Expected, res.Missing)
+		}
+		if res.DetectedInGrace > res.Fallen-res.Expected {
+			t.Errorf("%d detected within the grace period, of %d not yet due", res.DetectedInGrace, res.Fallen-res.Expected)
+		}
+		if res.FalseTimeouts != 0 || res.DuplicateTimeouts != 0 || res.ShutdownErr != nil {
+			t.Errorf("%d false timeouts, %d repeated, shutdown %v; want none", res.FalseTimeouts, res.DuplicateTimeouts, res.ShutdownErr)
+		}
+		// Every device not yet declared dead is still watched.
+		if want := cfg.Devices - res.Detected - res.DetectedInGrace; res.WatchedEnd != want {
+			t.Errorf("the Monitor watched %d devices when interrupted, want %d", res.WatchedEnd, want)
+		}
+		if res.MemRegistered <= 0 || res.MemEnd != 0 {
+			t.Errorf("memory per device %v B when registered, %v B at the end; want it measured once, not at the end of an interrupted run",
+				res.MemRegistered, res.MemEnd)
+		}
+	})
+}
+
+// TestRunInterrupted checks the command's report and exit status for an
+// interrupted run.
+func TestRunInterrupted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(4*time.Second, cancel)
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, []string{"-devices", "1000", "-seed", "5"}, &stdout, &stderr)
+		if code != exitInterrupted {
+			t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitInterrupted, &stdout, &stderr)
+		}
+		out := stdout.String()
+		for _, want := range []string{
+			"silent devices      ",
+			" expected (those past deadline + grace when interrupted)\n",
+			"100 planned, ",
+			"false timeouts      0 ",
+			"detection lateness  p50 ",
+			"memory per device   ",
+			"result              INTERRUPTED after ",
+			"of heartbeats: no failure so far, but no verdict\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("report lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "PASS") || strings.Contains(out, "FAIL") {
+			t.Errorf("interrupted report gives a verdict:\n%s", out)
+		}
+		if !strings.Contains(stderr.String(), "heartbeat: interrupted after ") {
+			t.Errorf("stderr does not say the run was interrupted:\n%s", &stderr)
+		}
+	})
+}
+
+// TestInterruptedWhileConnecting ends the context before the run starts:
+// no device gets watched, and the report says so instead of judging.
+func TestInterruptedWhileConnecting(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"-devices", "5000"}, &stdout, &stderr)
+	if code != exitInterrupted {
+		t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitInterrupted, &stdout, &stderr)
+	}
+	out := stdout.String()
+	if want := "result              INTERRUPTED while the devices connected (0 of 5,000): nothing to check\n"; !strings.Contains(out, want) {
+		t.Errorf("report lacks %q:\n%s", want, out)
+	}
+	if strings.Contains(out, "silent devices      ") {
+		t.Errorf("report judges devices that never connected:\n%s", out)
+	}
 }
 
 func TestParseFlags(t *testing.T) {
@@ -205,8 +339,8 @@ func TestParseFlags(t *testing.T) {
 			}
 			// The command exits 2 on it, before simulating anything.
 			var stdout, stderr bytes.Buffer
-			if code := run(tt.args, &stdout, &stderr); code != 2 {
-				t.Errorf("exit status %d, want 2", code)
+			if code := run(context.Background(), tt.args, &stdout, &stderr); code != exitUsage {
+				t.Errorf("exit status %d, want %d", code, exitUsage)
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("output on stdout: %q", &stdout)
@@ -220,11 +354,24 @@ func TestParseFlags(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"-h"}, &stdout, &stderr); code != 0 {
-		t.Errorf("exit status %d, want 0", code)
+	if code := run(context.Background(), []string{"-h"}, &stdout, &stderr); code != exitPass {
+		t.Errorf("exit status %d, want %d", code, exitPass)
 	}
-	if !strings.Contains(stderr.String(), "-heartbeat period") {
-		t.Errorf("usage lacks the flags:\n%s", &stderr)
+	for _, want := range []string{
+		"-heartbeat period",
+		"-strategy string",
+		"Exit status:\n",
+		"  0  pass: ",
+		"  1  fail: ",
+		"  2  invalid flags",
+		"  3  interrupted (SIGINT",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, &stderr)
+		}
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("output on stdout: %q", &stdout)
 	}
 	if _, err := parseFlags([]string{"-help"}, io.Discard); err != flag.ErrHelp {
 		t.Errorf("-help: error %v, want flag.ErrHelp", err)
@@ -233,10 +380,13 @@ func TestHelp(t *testing.T) {
 
 func TestReportFailure(t *testing.T) {
 	res := &Result{
-		Config:   DefaultConfig(),
-		Expected: 10, Detected: 9,
-		FalseTimeouts: 2, LiveTimeouts: 1, FailedResets: 1,
+		Config:            DefaultConfig(),
+		HeartbeatsStarted: true,
+		Registered:        100_000,
+		Planned:           10, Fallen: 10, Expected: 10, Detected: 9,
+		FalseTimeouts: 2, LiveTimeouts: 1, Overtaken: 1,
 		Missing:      []DeviceReport{{Index: 4, SilentAt: time.Second, LastBeat: 900 * time.Millisecond, Deadline: 2900 * time.Millisecond}},
+		WatchedEnd:   99_991,
 		HeartbeatLag: time.Second,
 	}
 	if res.OK() {
@@ -245,13 +395,23 @@ func TestReportFailure(t *testing.T) {
 	var out bytes.Buffer
 	writeReport(&out, res)
 	for _, want := range []string{
-		"result              FAIL: detected 9 silent devices, expected 10; 2 false timeouts",
-		"not detected        device 4: silent at 1s, last heartbeat 900ms, deadline 2.9s, timeout ran 0 times",
+		"result              FAIL: detected 9 silent devices, expected 10; 2 false timeouts; the Monitor watched 99991 devices at the end, want the 99990 live ones",
+		"false timeouts      2 (1 live devices declared dead, 0 devices declared dead before their deadline,",
+		"1 deadlines of live devices come due before their next heartbeat, 0 failed Beats)",
+		"not detected        device 4: silent at 1s, last heartbeat 900ms, deadline 2.9s, declared dead 0 times",
 		"warning             heartbeats were sent up to 1s late (live devices time out at 1.5s late):",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, &out)
 		}
+	}
+
+	// Interrupted after a failure: the report says both.
+	res.Interrupted, res.InterruptedAt = true, 3*time.Second
+	out.Reset()
+	writeReport(&out, res)
+	if want := "result              INTERRUPTED after 3s of heartbeats, and already FAILED: detected 9 silent devices, expected 10; 2 false timeouts\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, &out)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-schedule/schedule"
 	"github.com/go-schedule/schedule/eagercancel"
+	"github.com/go-schedule/schedule/heartbeat"
 	"github.com/go-schedule/schedule/lazycancel"
 )
 
@@ -60,8 +61,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// maxDevices keeps device indices in an int32 and well below what one
-// scheduler can hold.
+// maxDevices keeps device indices, the Monitor's keys, in an int32 and
+// well below what one scheduler can hold.
 const maxDevices = 1 << 30
 
 // Validate reports the first setting that makes no sense.
@@ -113,51 +114,80 @@ type Result struct {
 	Config     Config
 	GOMAXPROCS int
 
-	// Expected is the number of devices chosen to go silent, Detected the
-	// number of those whose timeout ran exactly once, after their last
-	// heartbeat and their deadline.
-	Expected, Detected int
-	// FalseTimeouts counts timeouts that ran for a device that was still
-	// heartbeating (LiveTimeouts), timeouts that ran before the device's
-	// deadline (EarlyTimeouts), and heartbeats whose Reset reported false
-	// for a device that was still heartbeating (FailedResets).
-	FalseTimeouts                             int
-	LiveTimeouts, EarlyTimeouts, FailedResets int
-	// DuplicateTimeouts counts timeouts that ran again for a device whose
-	// timeout had already run.
-	DuplicateTimeouts int
-	// Missing lists up to a few silent devices that were not detected.
-	Missing []DeviceReport
+	// Interrupted is set when the context given to Run ended before the
+	// run did. The result then covers the run up to that moment,
+	// InterruptedAt after the heartbeats started (zero when they had not).
+	Interrupted   bool
+	InterruptedAt time.Duration
 
-	// Detection lateness: when the timeout ran, minus the device's last
-	// heartbeat plus the timeout. Over the detected devices.
+	// HeartbeatsStarted is set once every device is watched and the
+	// heartbeating phase has begun; an interrupted run may end before.
+	HeartbeatsStarted bool
+
+	// Registered is the number of devices whose watch was started: all of
+	// them, unless the run was interrupted while they connected.
+	Registered int
+
+	// Planned is the number of devices chosen to go silent, Fallen the
+	// number of those that had stopped heartbeating when the heartbeats
+	// ended. Expected is the number of those whose deadline (last
+	// heartbeat plus timeout) plus Grace had passed by then, and so must
+	// have been declared dead: all of them, unless the run was
+	// interrupted. Detected is the number of expected devices declared
+	// dead exactly once, after their last heartbeat and their deadline;
+	// DetectedInGrace the number of the other silent devices declared
+	// dead so (possible only in an interrupted run).
+	Planned, Fallen, Expected, Detected, DetectedInGrace int
+	// FalseTimeouts is the sum of:
+	//  - LiveTimeouts: devices declared dead while they were still
+	//    heartbeating;
+	//  - EarlyTimeouts: devices declared dead before their deadline;
+	//  - Overtaken: deadlines of live devices that came due, whose
+	//    heartbeat then arrived before the device was declared dead (by
+	//    the Monitor's contract the heartbeat wins, but the deadline should
+	//    never have come due);
+	//  - FailedBeats: heartbeats for which Monitor.Beat returned an error.
+	FalseTimeouts                                       int
+	LiveTimeouts, EarlyTimeouts, Overtaken, FailedBeats int
+	// DuplicateTimeouts counts devices declared dead again after their
+	// first time.
+	DuplicateTimeouts int
+	// Missing lists up to a few expected devices that were not detected.
+	Missing []DeviceReport
+	// WatchedEnd is Monitor.Len when the heartbeats ended. In a complete
+	// run it must be the number of live devices.
+	WatchedEnd int
+
+	// Detection lateness: when the device was declared dead, minus its
+	// last heartbeat plus the timeout. Over the detected devices.
 	LatenessP50, LatenessP99, LatenessMax time.Duration
 
-	Registration time.Duration // scheduling one timeout per device
+	Registration time.Duration // starting one watch per device
 	Elapsed      time.Duration // heartbeating phase, including the wait for the last deadlines
-	Heartbeats   uint64        // Reset calls
+	Heartbeats   uint64        // Beat calls after registration
 	PerSecond    float64       // Heartbeats / Elapsed
 	// HeartbeatLag is the longest a heartbeat was sent after its planned
 	// moment. When it nears Timeout - Heartbeat the machine cannot keep up
 	// with the planned load, and live devices may time out.
 	HeartbeatLag time.Duration
 
-	// Heap growth after a GC, divided by Devices: once every device has a
-	// pending timeout (MemRegistered), and at the end of the run, before
-	// shutdown, when only live devices are pending (MemEnd). The growth is
-	// the scheduler plus each device's timeout job (a method value, 16
-	// bytes); the simulation's own per-device state is allocated before the
-	// baseline. Zero unless Config.MeasureMemory.
+	// Heap growth after a GC, divided by Devices: once every device is
+	// watched (MemRegistered), and at the end of the run, before shutdown,
+	// when only the live devices are (MemEnd). The growth is the scheduler
+	// (task slots and heap) plus the Monitor (its key index, and each key
+	// boxed once for its timeout task); the simulation's own per-device
+	// state is allocated before the baseline. Zero unless
+	// Config.MeasureMemory, and MemEnd zero in an interrupted run.
 	MemRegistered, MemEnd float64
 
-	Stats       schedule.Stats // just before shutdown
+	Stats       schedule.Stats // when the heartbeats ended, before shutdown
 	ShutdownErr error
 }
 
 // OK reports whether the run found exactly the silent devices, once each,
-// and nothing else.
+// and nothing else. An interrupted run is never OK: it reached no verdict.
 func (r *Result) OK() bool {
-	return r.Detected == r.Expected && r.FalseTimeouts == 0 && r.DuplicateTimeouts == 0 && r.ShutdownErr == nil
+	return !r.Interrupted && len(failures(r)) == 0
 }
 
 // DeviceReport describes one device, for diagnosing a failed run. Times are
@@ -167,32 +197,31 @@ type DeviceReport struct {
 	SilentAt time.Duration // planned moment of silence
 	LastBeat time.Duration // last heartbeat, or registration
 	Deadline time.Duration // LastBeat + Timeout
-	Timeouts int32         // how often its timeout ran
+	Timeouts int32         // how often it was declared dead
 }
 
 func (d DeviceReport) String() string {
-	return fmt.Sprintf("device %d: silent at %v, last heartbeat %v, deadline %v, timeout ran %d times",
+	return fmt.Sprintf("device %d: silent at %v, last heartbeat %v, deadline %v, declared dead %d times",
 		d.Index, d.SilentAt, d.LastBeat, d.Deadline, d.Timeouts)
 }
 
 // device is the simulated state of one device. Times are nanoseconds on the
-// simulation's clock (see sim.now).
+// simulation's clock (see sim.now). Its index in sim.devs is its key in the
+// Monitor.
 type device struct {
-	sim      *sim
-	id       schedule.TaskID // its timeout task; set before heartbeats start
-	phase    int64           // offset of its heartbeats within the period
-	silentAt int64           // when it goes silent; math.MaxInt64 if never
+	phase    int64 // offset of its heartbeats within the period
+	silentAt int64 // when it goes silent; math.MaxInt64 if never
 
-	lastBeat atomic.Int64 // written by its driver, read by its timeout
+	lastBeat atomic.Int64 // written by its driver, read by declaredDead
 	stopped  atomic.Bool  // set by its driver once it has gone silent
-	timeouts atomic.Int32 // timeout runs
-	lateness atomic.Int64 // of its first, valid, timeout run
+	timeouts atomic.Int32 // times it was declared dead
+	lateness atomic.Int64 // of its first, valid, declaration; -1 if none
 }
 
 // driverStats are a driver's counters, padded so that drivers do not
 // share cache lines.
 type driverStats struct {
-	beats  atomic.Uint64 // Reset calls
+	beats  atomic.Uint64 // Beat calls
 	lag    atomic.Int64  // how late the latest heartbeat was sent
 	maxLag atomic.Int64
 	_      [40]byte
@@ -201,6 +230,7 @@ type driverStats struct {
 type sim struct {
 	cfg     Config
 	sched   *schedule.Scheduler
+	mon     *heartbeat.Monitor[int32]
 	devs    []device
 	base    time.Time
 	timeout int64
@@ -214,18 +244,20 @@ type sim struct {
 	stop      chan struct{}
 
 	drivers   []driverStats
-	fired     atomic.Int64
+	dead      atomic.Int64 // calls of the expired function
 	detected  atomic.Int64
-	live      atomic.Int64 // timeouts of live devices
+	live      atomic.Int64 // live devices declared dead
 	early     atomic.Int64
 	dups      atomic.Int64
-	failedRst atomic.Int64
+	failedBts atomic.Int64
 }
 
 func (s *sim) now() int64 { return int64(time.Since(s.base)) }
 
-// Run runs the simulation described by cfg.
-func Run(cfg Config) (*Result, error) {
+// Run runs the simulation described by cfg. When ctx ends before the run
+// does, Run stops the heartbeats, shuts the scheduler down and returns
+// what it observed so far, with Result.Interrupted set.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -242,7 +274,7 @@ func Run(cfg Config) (*Result, error) {
 	// moment they stop, all relative to the start of the heartbeats.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6865617274626561))
 	nSilent := int(math.Round(cfg.Silent * float64(cfg.Devices)))
-	res.Expected = nSilent
+	res.Planned = nSilent
 	perm := rng.Perm(cfg.Devices)
 	isSilent := make([]bool, cfg.Devices)
 	for _, i := range perm[:nSilent] {
@@ -253,6 +285,7 @@ func Run(cfg Config) (*Result, error) {
 		d := &s.devs[i]
 		d.phase = rng.Int64N(s.period)
 		d.silentAt = math.MaxInt64
+		d.lateness.Store(-1)
 		if isSilent[i] {
 			d.silentAt = rng.Int64N(int64(cfg.Duration))
 		}
@@ -287,29 +320,57 @@ func Run(cfg Config) (*Result, error) {
 		defer cancel()
 		return sched.ShutdownContext(ctx)
 	}
-
-	// Every device connects: its timeout is scheduled, and the connection
-	// counts as its first sign of life.
-	s.base = time.Now()
-	for i := range s.devs {
-		d := &s.devs[i]
-		d.sim = s
-		d.lateness.Store(-1)
-		d.lastBeat.Store(s.now())
-		id, err := sched.ScheduleOne(d.timedOut, cfg.Timeout)
-		if err != nil {
-			_ = shutdown()
-			return nil, fmt.Errorf("scheduling the timeout of device %d: %w", i, err)
-		}
-		d.id = id
+	// The gateway's whole timeout logic: one Monitor keyed by device, told
+	// of every heartbeat, calling s.declaredDead for a device gone silent.
+	mon, err := heartbeat.New(sched, cfg.Timeout, s.declaredDead)
+	if err != nil {
+		_ = shutdown()
+		return nil, err
 	}
+	s.mon = mon
+
+	// Every device connects: its first Beat starts its watch, and the
+	// connection counts as its first sign of life. Devices connect
+	// concurrently, each driver's shard in its own goroutine, as they
+	// would on a gateway.
+	s.base = time.Now()
+	var (
+		reg        sync.WaitGroup
+		registered atomic.Int64
+		regErrOnce sync.Once
+		regErr     error
+	)
+	for _, sh := range shards {
+		reg.Go(func() {
+			n := 0
+			defer func() { registered.Add(int64(n)) }()
+			for _, i := range sh {
+				if n%1024 == 0 && ctx.Err() != nil {
+					return
+				}
+				s.devs[i].lastBeat.Store(s.now())
+				if err := mon.Beat(i); err != nil {
+					regErrOnce.Do(func() { regErr = fmt.Errorf("starting the watch of device %d: %w", i, err) })
+					return
+				}
+				n++
+			}
+		})
+	}
+	reg.Wait()
+	if regErr != nil {
+		_ = shutdown()
+		return nil, regErr
+	}
+	res.Registered = int(registered.Load())
+	res.Interrupted = res.Registered < cfg.Devices
 	t0 := s.now()
 	res.Registration = time.Duration(t0)
-	if cfg.MeasureMemory {
+	if cfg.MeasureMemory && !res.Interrupted {
 		// Let the owner goroutine take in every new task first, so that
 		// the heap and not the request queue is measured.
 		for range 1000 {
-			if sched.Stats().HeapEntries >= cfg.Devices {
+			if sched.Stats().HeapEntries >= cfg.Devices || ctx.Err() != nil {
 				break
 			}
 			time.Sleep(time.Millisecond)
@@ -317,9 +378,18 @@ func Run(cfg Config) (*Result, error) {
 		res.MemRegistered = perDevice(heapAlloc(), heapBase, cfg.Devices)
 		t0 = s.now() // the GC does not count as heartbeating time
 	}
+	if res.Interrupted || ctx.Err() != nil {
+		// Interrupted before the first heartbeat: there is nothing to
+		// judge but the registration.
+		res.Interrupted = true
+		res.Stats = sched.Stats()
+		res.WatchedEnd = mon.Len()
+		res.ShutdownErr = shutdown()
+		return res, nil
+	}
 	if t0 >= int64(cfg.Timeout-cfg.Heartbeat)/2 {
 		_ = shutdown()
-		return nil, fmt.Errorf("scheduling %d timeouts took %v, too close to timeout - heartbeat (%v): the first devices could time out before their first heartbeat; use fewer devices or a longer timeout",
+		return nil, fmt.Errorf("starting %d watches took %v, too close to timeout - heartbeat (%v): the first devices could time out before their first heartbeat; use fewer devices or a longer timeout",
 			cfg.Devices, time.Duration(t0), cfg.Timeout-cfg.Heartbeat)
 	}
 	// Make the plan absolute.
@@ -337,41 +407,61 @@ func Run(cfg Config) (*Result, error) {
 		close(s.allSilent)
 	}
 
+	res.HeartbeatsStarted = true
 	var wg sync.WaitGroup
 	for k, sh := range shards {
 		wg.Go(func() { s.drive(sh, &s.drivers[k]) })
 	}
 	// The run lasts Duration at least, and until the deadline of every
 	// silent device, plus Grace, has passed. The live devices keep
-	// heartbeating until then.
+	// heartbeating until then. An interruption ends it at once.
 	done := make(chan struct{})
+	var end int64 // when the heartbeats stopped; read after done
+	interrupted := false
 	go func() {
-		<-s.allSilent
-		end := t0 + int64(cfg.Duration)
-		for i := range s.devs {
-			if d := &s.devs[i]; d.silentAt != math.MaxInt64 {
-				end = max(end, d.lastBeat.Load()+s.timeout+int64(cfg.Grace))
+		defer close(done)
+		select {
+		case <-s.allSilent:
+			until := t0 + int64(cfg.Duration)
+			for i := range s.devs {
+				if d := &s.devs[i]; d.silentAt != math.MaxInt64 {
+					until = max(until, d.lastBeat.Load()+s.timeout+int64(cfg.Grace))
+				}
 			}
+			if d := until - s.now(); d > 0 {
+				t := time.NewTimer(time.Duration(d))
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					interrupted = true
+				}
+				t.Stop()
+			}
+		case <-ctx.Done():
+			interrupted = true
 		}
-		if d := end - s.now(); d > 0 {
-			time.Sleep(time.Duration(d))
-		}
+		end = s.now()
 		close(s.stop)
 		wg.Wait()
-		close(done)
 	}()
 	s.progress(done, t0)
-	elapsed := s.now() - t0
+	res.Interrupted = interrupted
+	elapsed := end - t0
 
-	// Every silent device's deadline has passed; the live ones are still
-	// pending.
+	// In a complete run every silent device's deadline has passed, and
+	// the live ones are still watched. Shut down at once after an
+	// interruption: the live devices have stopped heartbeating too.
 	res.Stats = sched.Stats()
-	if cfg.MeasureMemory {
+	res.WatchedEnd = mon.Len()
+	if cfg.MeasureMemory && !interrupted {
 		res.MemEnd = perDevice(heapAlloc(), heapBase, cfg.Devices)
 	}
 	res.ShutdownErr = shutdown()
 	runtime.KeepAlive(s.devs)
 
+	if interrupted {
+		res.InterruptedAt = time.Duration(elapsed)
+	}
 	res.Elapsed = time.Duration(elapsed)
 	res.Heartbeats = s.heartbeats()
 	_, maxLag := s.lag()
@@ -379,23 +469,42 @@ func Run(cfg Config) (*Result, error) {
 	if elapsed > 0 {
 		res.PerSecond = float64(res.Heartbeats) / time.Duration(elapsed).Seconds()
 	}
-	res.Detected = int(s.detected.Load())
 	res.LiveTimeouts = int(s.live.Load())
 	res.EarlyTimeouts = int(s.early.Load())
-	res.FailedResets = int(s.failedRst.Load())
-	res.FalseTimeouts = res.LiveTimeouts + res.EarlyTimeouts + res.FailedResets
+	res.FailedBeats = int(s.failedBts.Load())
+	if res.ShutdownErr == nil {
+		// Every timeout task that started has finished: the ones that did
+		// not call declaredDead found a newer watch of their device, made
+		// by a heartbeat that came after the deadline.
+		res.Overtaken = int(sched.Stats().Fired) - int(s.dead.Load())
+	}
+	res.FalseTimeouts = res.LiveTimeouts + res.EarlyTimeouts + res.Overtaken + res.FailedBeats
 	res.DuplicateTimeouts = int(s.dups.Load())
 
 	late := make([]int64, 0, nSilent)
 	for i := range s.devs {
 		d := &s.devs[i]
-		if d.silentAt == math.MaxInt64 {
+		if d.silentAt == math.MaxInt64 || !d.stopped.Load() {
 			continue
 		}
-		if l := d.lateness.Load(); l >= 0 {
+		res.Fallen++
+		lb := d.lastBeat.Load()
+		l := d.lateness.Load()
+		if l >= 0 {
 			late = append(late, l)
+		}
+		// A complete run ends only once every silent device has stopped
+		// and every deadline plus Grace has passed: all are expected.
+		if interrupted && lb+s.timeout+int64(cfg.Grace) > end {
+			if l >= 0 {
+				res.DetectedInGrace++
+			}
+			continue
+		}
+		res.Expected++
+		if l >= 0 {
+			res.Detected++
 		} else if len(res.Missing) < 5 {
-			lb := d.lastBeat.Load()
 			res.Missing = append(res.Missing, DeviceReport{
 				Index:    i,
 				SilentAt: time.Duration(d.silentAt - t0),
@@ -414,13 +523,13 @@ func Run(cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// timedOut is the timeout job of d. It classifies the run: a detection if
-// the device has gone silent and its deadline has passed, a false timeout
-// otherwise.
-func (d *device) timedOut() {
-	s := d.sim
+// declaredDead is the Monitor's expired function: the gateway declares
+// device i dead. It classifies the call: a detection if the device has
+// gone silent and its deadline has passed, a false timeout otherwise.
+func (s *sim) declaredDead(i int32) {
+	d := &s.devs[i]
 	now := s.now()
-	s.fired.Add(1)
+	s.dead.Add(1)
 	if d.timeouts.Add(1) > 1 {
 		s.dups.Add(1)
 		return
@@ -479,9 +588,11 @@ func (s *sim) drive(shard []int32, st *driverStats) {
 				}
 				continue
 			}
+			// The heartbeat: record it, then tell the Monitor, so that the
+			// deadline it sets is never before lastBeat + timeout.
 			d.lastBeat.Store(now)
-			if !s.sched.Reset(d.id, s.cfg.Timeout) {
-				s.failedRst.Add(1)
+			if err := s.mon.Beat(i); err != nil {
+				s.failedBts.Add(1)
 			}
 			st.beats.Add(1)
 			kept = append(kept, i)
@@ -537,9 +648,9 @@ func (s *sim) progress(done <-chan struct{}, t0 int64) {
 		}
 		prevT, prevN = now, n
 		lag, _ := s.lag()
-		line := fmt.Sprintf("%6.1fs  heartbeats %s (%s/s, %v behind)  timeouts %s  pending %s",
+		line := fmt.Sprintf("%6.1fs  heartbeats %s (%s/s, %v behind)  declared dead %s  watched %s",
 			time.Duration(now-t0).Seconds(), commas(n), commas(uint64(rate)), round(time.Duration(lag)),
-			commas(uint64(s.fired.Load())), commas(uint64(s.sched.Len())))
+			commas(uint64(s.dead.Load())), commas(uint64(s.mon.Len())))
 		if s.cfg.Interactive {
 			fmt.Fprintf(w, "\r\033[K%s", line)
 		} else {

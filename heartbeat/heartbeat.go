@@ -1,0 +1,196 @@
+// Package heartbeat declares keys dead when they fall silent: the keyed
+// timeout every IoT gateway and every MQTT broker needs.
+//
+// A Monitor watches keys (device IDs, connections, client pointers). Beat
+// starts watching a key or, if it is watched, pushes its deadline out to now
+// plus its timeout. When a key's deadline passes with no Beat, the Monitor
+// calls expired(key) once, on the scheduler's pool, and stops watching it.
+//
+//	m, _ := heartbeat.New(s, 90*time.Second, func(dev uint64) { disconnect(dev) })
+//	m.Beat(dev)  // on every packet from dev
+//	m.Forget(dev) // when dev disconnects cleanly
+//
+// A Monitor holds one scheduler task per watched key, and its key index is
+// sharded, so Beats of different keys on different cores do not contend. A
+// Beat on a watched key allocates nothing and costs about one map lookup
+// plus Scheduler.Reset.
+package heartbeat
+
+import (
+	"errors"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/go-schedule/schedule"
+)
+
+var (
+	// ErrNilScheduler is returned by New for a nil scheduler.
+	ErrNilScheduler = errors.New("heartbeat: nil scheduler")
+	// ErrInvalidTimeout is returned by New and Watch for a timeout of zero
+	// or less.
+	ErrInvalidTimeout = errors.New("heartbeat: timeout must be positive")
+	// ErrNilExpired is returned by New for a nil expired function.
+	ErrNilExpired = errors.New("heartbeat: nil expired function")
+)
+
+// shardCount is the number of independently locked parts of the key index.
+const shardCount = 256
+
+// Monitor watches keys for silence. Its methods are safe for concurrent
+// use, including from inside expired. It starts no goroutine of its own:
+// it lives as long as its scheduler, and Shutdown of the scheduler ends
+// every watch without calling expired.
+type Monitor[K comparable] struct {
+	s       *schedule.Scheduler
+	timeout time.Duration
+	expired func(K)
+	seed    maphash.Seed
+	fire    func(schedule.TaskID, any) // m.onDeadline, made once
+	shards  [shardCount]shard[K]
+}
+
+// shard is one part of the key index; mu guards both maps.
+//
+// ids holds the TaskID of every watched key's timeout task: a key is
+// watched exactly while it is in ids. own holds the timeout of the watched
+// keys that have one of their own (Watch); the others use the Monitor's.
+type shard[K comparable] struct {
+	mu  sync.Mutex
+	ids map[K]schedule.TaskID
+	own map[K]time.Duration
+	_   [64]byte // keeps neighbouring shards' locks off one cache line
+}
+
+// New returns a Monitor that calls expired(key) when key has been watched
+// and gone timeout without a Beat. Jobs run on s, which must outlive the
+// Monitor's use. It returns ErrNilScheduler, ErrInvalidTimeout or
+// ErrNilExpired for bad arguments.
+func New[K comparable](s *schedule.Scheduler, timeout time.Duration, expired func(key K)) (*Monitor[K], error) {
+	switch {
+	case s == nil:
+		return nil, ErrNilScheduler
+	case timeout <= 0:
+		return nil, ErrInvalidTimeout
+	case expired == nil:
+		return nil, ErrNilExpired
+	}
+	m := &Monitor[K]{s: s, timeout: timeout, expired: expired, seed: maphash.MakeSeed()}
+	for i := range m.shards {
+		m.shards[i].ids = make(map[K]schedule.TaskID)
+	}
+	m.fire = m.onDeadline
+	return m, nil
+}
+
+func (m *Monitor[K]) shard(key K) *shard[K] {
+	return &m.shards[maphash.Comparable(m.seed, key)%shardCount]
+}
+
+// Beat starts watching key with the Monitor's timeout or, if key is
+// watched, moves its deadline to now plus its timeout (its own, if Watch
+// gave it one).
+//
+// A Beat that comes after key's deadline has passed but before expired has
+// run for it wins: key stays watched with a fresh deadline, and expired is
+// not called for the deadline that passed. Beat returns schedule.ErrShutdown
+// once the scheduler is shut down.
+func (m *Monitor[K]) Beat(key K) error {
+	sh := m.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	timeout := m.timeout
+	if t, ok := sh.own[key]; ok {
+		timeout = t
+	}
+	return m.arm(sh, key, timeout)
+}
+
+// Watch is Beat with a timeout of key's own, which later Beats keep until
+// the watch ends (expired or forgotten). It returns ErrInvalidTimeout for a
+// timeout of zero or less.
+func (m *Monitor[K]) Watch(key K, timeout time.Duration) error {
+	if timeout <= 0 {
+		return ErrInvalidTimeout
+	}
+	sh := m.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if err := m.arm(sh, key, timeout); err != nil {
+		return err
+	}
+	if timeout == m.timeout {
+		delete(sh.own, key)
+		return nil
+	}
+	if sh.own == nil {
+		sh.own = make(map[K]time.Duration)
+	}
+	sh.own[key] = timeout
+	return nil
+}
+
+// arm moves key's deadline to timeout from now, starting a new watch when
+// key has none pending. sh.mu must be held.
+func (m *Monitor[K]) arm(sh *shard[K], key K, timeout time.Duration) error {
+	if id, ok := sh.ids[key]; ok && m.s.Reset(id, timeout) {
+		return nil
+	}
+	// Not watched, or its deadline has passed and its expiry is on its way:
+	// that expiry will find another ID in ids and do nothing.
+	id, err := m.s.ScheduleOneWith(m.fire, key, timeout)
+	if err != nil {
+		delete(sh.ids, key)
+		delete(sh.own, key)
+		return err
+	}
+	sh.ids[key] = id
+	return nil
+}
+
+// onDeadline is the job of every timeout task: it ends key's watch and
+// calls expired, unless a Beat or a Forget got there first.
+func (m *Monitor[K]) onDeadline(id schedule.TaskID, arg any) {
+	key := arg.(K)
+	sh := m.shard(key)
+	sh.mu.Lock()
+	if cur, ok := sh.ids[key]; !ok || cur != id {
+		sh.mu.Unlock()
+		return
+	}
+	delete(sh.ids, key)
+	delete(sh.own, key)
+	sh.mu.Unlock()
+	m.expired(key)
+}
+
+// Forget stops watching key. It reports whether key was watched: true
+// means expired will not be called for this watch, even when its deadline
+// has just passed. Forget of an unknown key returns false.
+func (m *Monitor[K]) Forget(key K) bool {
+	sh := m.shard(key)
+	sh.mu.Lock()
+	id, ok := sh.ids[key]
+	if ok {
+		delete(sh.ids, key)
+		delete(sh.own, key)
+	}
+	sh.mu.Unlock()
+	if ok {
+		m.s.CancelTask(id) // false when the expiry is already on its way; it will do nothing
+	}
+	return ok
+}
+
+// Len returns the number of keys watched now.
+func (m *Monitor[K]) Len() int {
+	n := 0
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		n += len(sh.ids)
+		sh.mu.Unlock()
+	}
+	return n
+}

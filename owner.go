@@ -1,0 +1,398 @@
+package schedule
+
+import (
+	"errors"
+	"time"
+
+	"github.com/panjf2000/ants/v2"
+)
+
+// The owner goroutine: the only one that touches the deadline heap. It
+// applies the requests in its inbox, hands due tasks to the run queue in
+// deadline order, starts drain runs on the pool, reclaims tombstones, and
+// sleeps on one timer set for whichever comes first: the earliest deadline
+// or a retry of runs the pool refused.
+
+// The owner hands due tasks to the run queue in chunks while it pops them,
+// so that the first of a million simultaneous deadlines starts while the
+// owner is still popping the rest: the first chunk of a loop iteration is
+// small, so that runs start at once, and later chunks are larger.
+const (
+	firstHandOver = 16
+	handOverChunk = 512
+)
+
+// Back-off for starting runs on a pool that refused them (full, or busy
+// with work that is not the scheduler's).
+const (
+	minRetry = 50 * time.Microsecond
+	maxRetry = 5 * time.Millisecond
+)
+
+// loop is the owner goroutine.
+func (s *Scheduler) loop() {
+	defer close(s.ownerDone)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed := int64(-1) // deadline the timer is set for; -1 when stopped
+	backoff := time.Duration(0)
+	for {
+		s.drainInbox()
+		now := s.now()
+		s.runDue(now)
+		if s.cfg.strategy == LazyCancel && s.tooManyTombstones() {
+			s.compact()
+		}
+		s.flush()
+		if s.retryAt == 0 || now >= s.retryAt {
+			s.retryAt = 0
+			if s.startRuns() {
+				backoff = 0
+			} else {
+				backoff = min(max(2*backoff, minRetry), maxRetry)
+				s.retryAt = s.now() + int64(backoff)
+			}
+		}
+
+		next := never
+		if s.heap.len() > 0 {
+			next = s.heap.top().when
+		}
+		if s.retryAt != 0 {
+			next = min(next, s.retryAt)
+		}
+		if next != armed {
+			if next >= never {
+				timer.Stop()
+				armed = -1
+			} else {
+				// Measure again: runDue may have taken a while, and the wait is
+				// to an absolute deadline.
+				timer.Reset(time.Duration(next - s.now()))
+				armed = next
+			}
+		}
+		select {
+		case <-s.quit:
+			timer.Stop()
+			s.dropAll()
+			return
+		case <-s.wake:
+		case <-timer.C:
+			// A fire is only a hint (with pre-Go 1.23 timer semantics it can
+			// be stale): runDue compares deadlines with the clock.
+			armed = -1
+		}
+	}
+}
+
+// drainInbox applies every queued request.
+func (s *Scheduler) drainInbox() {
+	s.mu.Lock()
+	full := len(s.inbox) >= maxInbox
+	s.ops, s.inbox = s.inbox, s.ops[:0]
+	n := s.enqueued
+	if full {
+		s.inboxCap.Broadcast()
+	}
+	s.mu.Unlock()
+	for _, o := range s.ops {
+		s.apply(o)
+	}
+	if c := cap(s.ops); c > 4096 && len(s.ops) < c/16 {
+		s.ops = nil // a burst is over: give its buffer back
+	} else {
+		clear(s.ops)
+	}
+	s.processed.Store(n)
+}
+
+func (s *Scheduler) apply(o op) {
+	t := s.slab.at(o.slot)
+	if t.gen.Load() != o.gen {
+		return // the task is gone and its slot reused
+	}
+	w := t.word.Load()
+	switch o.kind {
+	case opAdd:
+		if wordStatus(w) == statusCancelled {
+			if s.cfg.strategy == LazyCancel {
+				s.dead.Add(-1)
+			}
+			s.drop(o.slot, t)
+			return
+		}
+		s.pushEntry(o.slot, t, wordWhen(w))
+	case opEarlier:
+		if wordStatus(w) != statusPending || w&flagOwned == 0 {
+			return
+		}
+		when := wordWhen(w)
+		if s.cfg.strategy == EagerCancel {
+			if i := int(t.ref); i < s.heap.len() && s.heap.items[i].slot == o.slot && when < s.heap.items[i].when {
+				s.heap.setWhen(i, when)
+			}
+			return
+		}
+		// Lazy: the old entry becomes a tombstone.
+		s.pushEntry(o.slot, t, when)
+		s.dead.Add(1)
+	case opRemove:
+		i := t.ref
+		if w&flagOwned == 0 || int(i) >= s.heap.len() || s.heap.items[i].slot != o.slot {
+			return // already dropped when its entry reached the top
+		}
+		s.heap.removeAt(int(i))
+		s.drop(o.slot, t)
+	}
+}
+
+// pushEntry adds an entry for t. With lazy cancel it gets a new tag, which
+// turns any earlier entry of t into a tombstone.
+func (s *Scheduler) pushEntry(slot uint32, t *task, when int64) {
+	if s.cfg.strategy == LazyCancel {
+		if t.ref == noIndex-1 {
+			// About to reuse tag values: clear out every tombstone first so
+			// that no old entry can match a new tag.
+			s.compact()
+		}
+		t.ref++
+	}
+	s.heap.push(entry{when: when, slot: slot, tag: t.ref})
+}
+
+// runDue hands every task due at now to the run queue, in chunks.
+func (s *Scheduler) runDue(now int64) {
+	s.dueCount = 0
+	for s.heap.len() > 0 {
+		e := s.heap.top()
+		if e.when > now || e.when >= never {
+			break
+		}
+		t := s.slab.at(e.slot)
+		if s.cfg.strategy == LazyCancel && e.tag != t.ref {
+			s.heap.pop() // tombstone of an earlier deadline
+			s.dead.Add(-1)
+			continue
+		}
+		w := t.word.Load()
+		if wordStatus(w) == statusCancelled {
+			s.heap.pop()
+			if s.cfg.strategy == LazyCancel {
+				s.dead.Add(-1)
+			}
+			s.drop(e.slot, t)
+			continue
+		}
+		if when := wordWhen(w); when != e.when {
+			// Reset moved the deadline: fix the entry, look again.
+			s.heap.setWhen(0, when)
+			continue
+		}
+		if t.interval == 0 {
+			// One-shot: hand the slot from the owner to the worker.
+			if !t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusFired|flagRunning) {
+				continue // a caller changed it meanwhile; look again
+			}
+			s.heap.pop()
+			s.live.Add(-1)
+			s.due(e.slot, e.when)
+			continue
+		}
+		next, missed := nextRun(e.when, t.interval, now)
+		running := w&flagRunning != 0
+		nw := packWord(next, w&flagMask|flagRunning)
+		if running {
+			missed++ // the previous run is still going: skip this one
+			nw = packWord(next, w&flagMask)
+		}
+		if !t.word.CompareAndSwap(w, nw) {
+			continue
+		}
+		s.heap.setWhen(0, next)
+		if missed > 0 {
+			s.skipped.Add(uint64(missed))
+		}
+		if !running {
+			s.due(e.slot, e.when)
+		}
+	}
+}
+
+// due collects the task in slot for the run queue, handing a chunk over
+// as soon as it is full.
+func (s *Scheduler) due(slot uint32, when int64) {
+	s.dueNow = append(s.dueNow, due{slot, when})
+	s.dueCount++
+	if n := len(s.dueNow); n >= handOverChunk || (n == firstHandOver && s.dueCount == firstHandOver) {
+		s.handOver()
+		if s.retryAt == 0 {
+			s.startRuns()
+		}
+	}
+}
+
+// handOver moves the collected due tasks to the run queue.
+func (s *Scheduler) handOver() {
+	if len(s.dueNow) == 0 {
+		return
+	}
+	s.runs.put(s.dueNow)
+	s.dueNow = s.dueNow[:0]
+}
+
+// startRuns submits as many drain runs as the queued jobs need, up to
+// workers in all. The pool never makes it wait: New's pool is non-blocking
+// and WithPool accepts only non-blocking pools. It reports false when the
+// pool refused a run, to be retried on the owner's timer; jobs stay queued
+// meanwhile, and runs already going keep draining them.
+func (s *Scheduler) startRuns() bool {
+	n := s.runs.claim(s.workers)
+	for i := range n {
+		err := s.pool.Submit(s.runFn)
+		if err == nil {
+			continue
+		}
+		s.runs.unclaim(n - i)
+		if errors.Is(err, ants.ErrPoolClosed) {
+			// A pool given with WithPool was released under the scheduler:
+			// no queued job can ever run.
+			s.dropQueued()
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+// nextRun returns the first deadline of a task with the given interval
+// after its run due at when, as seen at now, and how many deadlines in
+// between were missed. Deadlines stay on when + k·interval.
+func nextRun(when, interval, now int64) (next int64, missed int64) {
+	if interval > never-when {
+		return never, 0
+	}
+	next = when + interval
+	if next <= now {
+		missed = (now - when) / interval
+		if missed > (never-when)/interval-1 {
+			return never, missed
+		}
+		next = when + (missed+1)*interval
+	}
+	return next, missed
+}
+
+// drop releases the owner's reference to t, whose entry has left the heap
+// (or never entered it). The slot is freed once no worker runs it either.
+func (s *Scheduler) drop(slot uint32, t *task) {
+	if t.letGo(flagOwned) {
+		s.freed = append(s.freed, slot)
+	}
+}
+
+// flush ends a loop iteration: frees the slots dropped during it, hands the
+// due tasks to the run queue and publishes the heap's size.
+func (s *Scheduler) flush() {
+	if len(s.freed) > 0 {
+		s.freeSlots(s.freed)
+		s.freed = s.freed[:0]
+	}
+	s.handOver()
+	s.heapLen.Store(int64(s.heap.len()))
+	s.loops.Add(1)
+}
+
+// freeSlots retires the given slots and returns the reusable ones to the
+// allocator under one lock. It may reorder slots.
+func (s *Scheduler) freeSlots(slots []uint32) {
+	reusable := slots[:0]
+	for _, slot := range slots {
+		if s.slab.retire(slot, s.slab.at(slot)) {
+			reusable = append(reusable, slot)
+		}
+	}
+	if len(reusable) == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.slab.free = append(s.slab.free, reusable...)
+	s.mu.Unlock()
+}
+
+// tooManyTombstones reports whether tombstones exceed a quarter of the live
+// entries (a fifth of the heap). Rebuilding then keeps the heap within 1.25
+// entries per live task. (The Go runtime's rule, a quarter of the heap,
+// would allow 1.33.)
+func (s *Scheduler) tooManyTombstones() bool {
+	d := s.dead.Load()
+	return d > 0 && 5*d > int64(s.heap.len())
+}
+
+// compact rebuilds a lazy heap without its tombstones, in O(n).
+func (s *Scheduler) compact() {
+	items := s.heap.items
+	kept := 0
+	for _, e := range items {
+		t := s.slab.at(e.slot)
+		if e.tag != t.ref {
+			s.dead.Add(-1)
+			continue
+		}
+		if wordStatus(t.word.Load()) == statusCancelled {
+			s.dead.Add(-1)
+			s.drop(e.slot, t)
+			continue
+		}
+		items[kept] = e
+		kept++
+	}
+	s.heap.items = items[:kept]
+	s.heap.heapify()
+	s.heap.trim()
+}
+
+// dropAll ends the owner's life at Shutdown: every task still pending is
+// dropped (counted in Stats.Dropped), its job let go, and the heap's memory
+// returned. New requests can no longer arrive: Shutdown closed the inbox
+// before it told the owner to quit.
+func (s *Scheduler) dropAll() {
+	s.drainInbox()
+	for _, e := range s.heap.items {
+		t := s.slab.at(e.slot)
+		if s.cfg.strategy == LazyCancel && e.tag != t.ref {
+			continue // a tombstone: the task's current entry is elsewhere
+		}
+		s.cancelForShutdown(e.slot, t)
+		s.drop(e.slot, t)
+	}
+	s.heap.items = nil
+	s.dueNow = nil
+	s.ops = nil
+	s.freeSlots(s.freed)
+	s.freed = nil
+	s.heapLen.Store(0)
+}
+
+// cancelForShutdown marks a pending task cancelled, so that no run of it
+// can start, and counts it as dropped. A CancelTask racing with Shutdown
+// either wins (and counts a cancel) or loses; never both.
+func (s *Scheduler) cancelForShutdown(slot uint32, t *task) {
+	l := s.slab.stripe(slot)
+	l.Lock()
+	defer l.Unlock()
+	for {
+		w := t.word.Load()
+		if wordStatus(w) != statusPending {
+			return
+		}
+		if t.word.CompareAndSwap(w, w|statusCancelled) {
+			if w&flagRunning == 0 {
+				t.release()
+			}
+			s.live.Add(-1)
+			s.dropped.Add(1)
+			return
+		}
+	}
+}
