@@ -1,8 +1,9 @@
 package schedule
 
 import (
-	"log"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 )
 
 // The firing path, from "due" to "running".
@@ -250,7 +251,7 @@ func (s *Scheduler) call(id TaskID, t *task) {
 			if s.cfg.onPanic != nil {
 				s.cfg.onPanic(id, r)
 			} else {
-				log.Printf("schedule: job of task %d panicked: %v", id, r)
+				s.logger().Error("schedule: job panicked", "task", uint64(id), "panic", r)
 			}
 		}
 	}()
@@ -319,10 +320,24 @@ func (s *Scheduler) dropDue(ds []due) {
 	s.flushFreed(&fb)
 }
 
+func (s *Scheduler) logger() *slog.Logger {
+	if s.cfg.logger != nil {
+		return s.cfg.logger
+	}
+	return slog.Default()
+}
+
+// noteLateness records how late a job started.
 func (s *Scheduler) noteLateness(late int64) {
+	raiseTo(&s.maxLateness, late)
+	raiseTo(&s.recentLateness, late)
+	s.lateness[latenessBucket(late)].Add(1)
+}
+
+func raiseTo(v *atomic.Int64, x int64) {
 	for {
-		cur := s.maxLateness.Load()
-		if late <= cur || s.maxLateness.CompareAndSwap(cur, late) {
+		cur := v.Load()
+		if x <= cur || v.CompareAndSwap(cur, x) {
 			return
 		}
 	}

@@ -51,8 +51,8 @@ func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Dura
 	t.interval = int64(interval)
 	t.word.Store(packWord(when, statusPending|flagOwned))
 	gen := t.gen.Load()
+	s.scheduled.Add(1) // before live: see Stats on the order of reads
 	s.live.Add(1)
-	s.scheduled.Add(1)
 	wake := s.appendOp(op{slot, gen, opAdd})
 	s.mu.Unlock()
 	if wake {

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"errors"
+	"log/slog"
 	"strconv"
 
 	"github.com/panjf2000/ants/v2"
@@ -45,6 +46,7 @@ type config struct {
 	pool        *ants.Pool
 	poolOptions []ants.Option
 	onPanic     func(TaskID, any)
+	logger      *slog.Logger
 }
 
 // WithCancelStrategy selects the cancel strategy. The default is LazyCancel;
@@ -99,11 +101,26 @@ func WithPoolOptions(opts ...ants.Option) Option {
 
 // WithPanicHandler sets the function called, on the worker, with the ID of
 // a task whose job panicked and the value it panicked with. Without a
-// handler the panic is logged with the standard log package. Either way the
-// scheduler and its pool carry on, and a repeating task keeps repeating.
+// handler the panic is logged (see WithLogger). Either way the scheduler and
+// its pool carry on, and a repeating task keeps repeating.
 func WithPanicHandler(h func(id TaskID, recovered any)) Option {
 	return func(cfg *config) error {
 		cfg.onPanic = h
+		return nil
+	}
+}
+
+// WithLogger sets the logger for what the scheduler reports on its own: a
+// panicking job when no panic handler is set, logged at level Error with
+// the attributes "task" and "panic". The default is slog.Default(), which
+// writes through the standard log package unless the program changed it.
+// A nil logger is rejected.
+func WithLogger(l *slog.Logger) Option {
+	return func(cfg *config) error {
+		if l == nil {
+			return errors.New("schedule: WithLogger(nil)")
+		}
+		cfg.logger = l
 		return nil
 	}
 }

@@ -69,6 +69,10 @@ type Scheduler struct {
 	skipped     atomic.Uint64
 	panics      atomic.Uint64
 	maxLateness atomic.Int64
+	// recentLateness is the largest lateness since TakeMaxLateness last
+	// swapped it out; lateness counts starts by lateness bucket.
+	recentLateness atomic.Int64
+	lateness       [len(LatenessBounds) + 1]atomic.Uint64
 	// Published by the owner at the end of each loop iteration.
 	heapLen   atomic.Int64
 	processed atomic.Uint64 // ops the owner has finished

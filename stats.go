@@ -2,9 +2,15 @@ package schedule
 
 import "time"
 
-// Stats is a snapshot of a Scheduler's counters. The fields are read one by
-// one while the scheduler runs, so they need not agree with each other
-// exactly; once the scheduler is idle they do.
+// Stats is a snapshot of a Scheduler's counters.
+//
+// The counters are read one by one while the scheduler runs, in an order
+// that keeps the snapshot consistent where it matters for metrics: every
+// job counted in Fired, Cancelled, Dropped or Panics was scheduled before
+// Scheduled was read, so Scheduled >= Pending + Cancelled + Dropped holds in
+// every snapshot, and Fired >= Panics. Each counter only ever grows, except
+// Pending, HeapEntries, Tombstones, Waiting and Running, which are gauges.
+// Once the scheduler is idle, all fields agree exactly.
 type Stats struct {
 	// Pending is the number of pending tasks, as returned by Len.
 	Pending int
@@ -37,25 +43,61 @@ type Stats struct {
 	// one job at a time, or is about to take the next due one.
 	Running int
 	// MaxLateness is the largest delay seen between a job's deadline and
-	// the moment a worker started it.
+	// the moment a worker started it, over the scheduler's life. For the
+	// largest delay per interval, see TakeMaxLateness.
 	MaxLateness time.Duration
+	// Lateness counts job starts by lateness: Lateness[i] counts the starts
+	// at most LatenessBounds[i] late (and more than LatenessBounds[i-1]),
+	// and the last element those later than every bound. The counts suit a
+	// Prometheus histogram once summed cumulatively.
+	Lateness [len(LatenessBounds) + 1]uint64
+}
+
+// LatenessBounds are the upper bounds of the buckets of Stats.Lateness.
+var LatenessBounds = [...]time.Duration{
+	100 * time.Microsecond,
+	time.Millisecond,
+	10 * time.Millisecond,
+	100 * time.Millisecond,
+	time.Second,
+	10 * time.Second,
+}
+
+func latenessBucket(late int64) int {
+	for i, b := range LatenessBounds {
+		if late <= int64(b) {
+			return i
+		}
+	}
+	return len(LatenessBounds)
 }
 
 // Stats returns a snapshot of the scheduler's counters.
 func (s *Scheduler) Stats() Stats {
-	waiting, running := s.runs.counts()
-	return Stats{
-		Pending:     s.Len(),
-		HeapEntries: int(s.heapLen.Load()),
-		Tombstones:  int(max(s.dead.Load(), 0)),
-		Scheduled:   s.scheduled.Load(),
-		Fired:       s.fired.Load(),
-		Cancelled:   s.cancelled.Load(),
-		Dropped:     s.dropped.Load(),
-		Skipped:     s.skipped.Load(),
-		Panics:      s.panics.Load(),
-		Waiting:     waiting,
-		Running:     running,
-		MaxLateness: time.Duration(s.maxLateness.Load()),
+	var st Stats
+	// Outcomes first, then what they came from (see Stats).
+	st.Panics = s.panics.Load()
+	for i := range st.Lateness {
+		st.Lateness[i] = s.lateness[i].Load()
 	}
+	st.Fired = s.fired.Load()
+	st.Skipped = s.skipped.Load()
+	st.Dropped = s.dropped.Load()
+	st.Cancelled = s.cancelled.Load()
+	st.Pending = s.Len()
+	st.Scheduled = s.scheduled.Load()
+	st.HeapEntries = int(s.heapLen.Load())
+	st.Tombstones = int(max(s.dead.Load(), 0))
+	st.Waiting, st.Running = s.runs.counts()
+	st.MaxLateness = time.Duration(s.maxLateness.Load())
+	return st
+}
+
+// TakeMaxLateness returns the largest delay between a job's deadline and
+// its start seen since the previous call (or since New), and starts a new
+// interval. A metrics exporter calls it once per scrape to report lateness
+// per interval rather than over the scheduler's whole life. It returns 0
+// when no job started in the interval.
+func (s *Scheduler) TakeMaxLateness() time.Duration {
+	return time.Duration(s.recentLateness.Swap(0))
 }

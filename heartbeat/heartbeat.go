@@ -167,7 +167,8 @@ func (m *Monitor[K]) onDeadline(id schedule.TaskID, arg any) {
 
 // Forget stops watching key. It reports whether key was watched: true
 // means expired will not be called for this watch, even when its deadline
-// has just passed. Forget of an unknown key returns false.
+// has just passed. Forget of an unknown key, and any Forget once the
+// scheduler is shut down (which ended every watch), returns false.
 func (m *Monitor[K]) Forget(key K) bool {
 	sh := m.shard(key)
 	sh.mu.Lock()
@@ -177,14 +178,21 @@ func (m *Monitor[K]) Forget(key K) bool {
 		delete(sh.own, key)
 	}
 	sh.mu.Unlock()
+	if m.s.IsShutdown() {
+		return false
+	}
 	if ok {
 		m.s.CancelTask(id) // false when the expiry is already on its way; it will do nothing
 	}
 	return ok
 }
 
-// Len returns the number of keys watched now.
+// Len returns the number of keys watched now; 0 once the scheduler is shut
+// down.
 func (m *Monitor[K]) Len() int {
+	if m.s.IsShutdown() {
+		return 0
+	}
 	n := 0
 	for i := range m.shards {
 		sh := &m.shards[i]

@@ -1,0 +1,55 @@
+// Package schedule runs very many delayed and periodic jobs cheaply, on a
+// bounded pool of goroutines.
+//
+// It is built for programs that hold hundreds of thousands to millions of
+// deadlines and move them far more often than they fire, such as an IoT
+// gateway with a timeout per device connection that every heartbeat pushes
+// out again:
+//
+//	s, _ := schedule.New(8) // jobs run on at most 8 goroutines
+//	defer s.Shutdown()
+//	id, _ := s.ScheduleOne(func() { disconnect(dev) }, 90*time.Second)
+//	// on every heartbeat from dev:
+//	s.Reset(id, 90*time.Second)
+//
+// For deadlines kept by key (device ID, connection) the heartbeat package
+// does the bookkeeping: heartbeat.Monitor watches keys and reports the ones
+// that fall silent.
+//
+// All deadlines live in one min-heap owned by one goroutine, which sleeps
+// on a single time.Timer set for the earliest of them. Postponing a
+// deadline (Reset) rewrites one atomic word and allocates nothing; due jobs
+// run on an ants pool (github.com/panjf2000/ants/v2), at most workers at a
+// time, in deadline order when workers are busy.
+//
+// # Lazy or eager cancel
+//
+// With LazyCancel (the default, package lazycancel) CancelTask is one
+// compare-and-swap and leaves the task's heap entry behind as a tombstone,
+// reclaimed when it reaches the top or when tombstones exceed a quarter of
+// the live tasks. With EagerCancel (package eagercancel) the owner
+// goroutine removes the entry at once in O(log n), and the heap holds
+// exactly the live tasks.
+//
+// # Guarantees
+//
+//   - A due job is never lost: it runs, or it is counted in Stats.Dropped
+//     (Shutdown, or a WithPool pool released under the scheduler).
+//   - Nothing a job does (panic, runtime.Goexit, blocking) and nothing a
+//     shared pool does stops later jobs from running or Shutdown from
+//     returning; the scheduler never waits inside ants.
+//   - A repeating task runs at start + k·interval, never overlaps itself and
+//     never bursts to catch up.
+//   - TaskIDs are never 0 and never reused, and an ID of one Scheduler does
+//     not name a task of another.
+//   - Bad input gets an error (ErrNilJob, ErrInvalidInterval,
+//     ErrInvalidWorkers, ErrBlockingPool, ErrTooManyTasks, ErrShutdown),
+//     never a panic.
+//   - A job that can no longer run is not kept reachable: cancelling a task
+//     or shutting down lets its job, and what it captures, go.
+//
+// Every method is safe for concurrent use, including from inside a job.
+// The README and docs/guarantees.md map each guarantee to the test that
+// proves it; docs/benchmarks.md compares the library with the Go runtime's
+// timers and with timing-wheel libraries.
+package schedule
