@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -294,7 +295,11 @@ func BenchmarkMemoryPerTask(b *testing.B) {
 				}
 				s.Settle()
 				per = float64(heapBytes()-before) / n
-				s.Shutdown()
+				// Wait for the pool's goroutines too, so that none of this
+				// scheduler is still reachable when the next round measures.
+				if err := s.ShutdownContext(context.Background()); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportMetric(per, "B/task")
 		})

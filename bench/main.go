@@ -4,7 +4,9 @@
 // own timeout, with a timeout drawn at every heartbeat, and as cancel+add),
 // firing deadlines spread over a window or packed densely, a burst of
 // deadlines due at one instant, parallel adds, idling with a million
-// pending deadlines, and exactly-once timeouts under heartbeats.
+// pending deadlines, exactly-once timeouts under heartbeats, and keyed
+// heartbeats (a timeout per device key, each implementation keeping its
+// own key index).
 //
 // The standard output ends with the headline table and go-schedule's
 // targets; with fewer than three repetitions (as with -quick) both are
@@ -40,7 +42,7 @@ func main() {
 	count := flag.Int("count", 0, "repetitions of every measurement (default 3, 1 with -quick)")
 	out := flag.String("out", "", "output directory (default results, or a temporary directory with -quick)")
 	only := flag.String("impl", "", "comma-separated implementations to run (default all)")
-	wls := flag.String("workload", "", "comma-separated workloads to run (default all)")
+	wls := flag.String("workload", "", "comma-separated workloads to run (default all; keyed selects keyed-uint64 and keyed-string)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "limit for one child process (stalls are caught sooner by the child's watchdog)")
 	flag.IntVar(&c.Workers, "workers", 64, "pool size for implementations with a worker pool")
 	flag.IntVar(&c.AddN, "add", 0, "add: timers (default 1000000, 100000 with -quick)")
@@ -55,6 +57,9 @@ func main() {
 	flag.DurationVar(&c.Idle, "idle", 0, "idle: measured idle period (default 10s, 1s with -quick)")
 	flag.IntVar(&c.CorrectDevices, "correct-devices", 0, "correctness: devices (default 10000, 2000 with -quick)")
 	flag.DurationVar(&c.CorrectFor, "correct-for", 0, "correctness: heartbeat period (default 1s, 500ms with -quick)")
+	flag.IntVar(&c.KeyedKeys, "keyed-keys", 0, "keyed: watched keys (default 1000000, 100000 with -quick)")
+	flag.IntVar(&c.KeyedBeats, "keyed-beats", 0, "keyed: Beats on random watched keys (default 2000000, 200000 with -quick)")
+	flag.DurationVar(&c.KeyedTimeout, "keyed-timeout", 0, "keyed: short timeout of the exactness check, at least two wheel ticks (default 3s, 1s with -quick)")
 	flag.Uint64Var(&c.Seed, "seed", 1, "random seed")
 	render := flag.String("render", "", "re-render results.md and the chart from this results.json, without measuring")
 	childImpl := flag.String("child-impl", "", "internal: run one measurement in this process")
@@ -115,7 +120,7 @@ func main() {
 	for _, w := range workloads {
 		wnames = append(wnames, w.Name)
 	}
-	wsel, err := selectNames(*wls, wnames)
+	wsel, err := selectNames(expandGroups(*wls), wnames)
 	if err != nil {
 		fatal(err)
 	}
@@ -175,6 +180,9 @@ func (c *config) applyDefaults(quick bool) {
 	pickD(&c.Idle, 10*time.Second, time.Second)
 	pick(&c.CorrectDevices, 10_000, 2_000)
 	pickD(&c.CorrectFor, time.Second, 500*time.Millisecond)
+	pick(&c.KeyedKeys, 1_000_000, 100_000)
+	pick(&c.KeyedBeats, 2_000_000, 200_000)
+	pickD(&c.KeyedTimeout, 3*time.Second, time.Second)
 }
 
 // childArgs are the flags that make a child run one measurement with the
@@ -195,6 +203,9 @@ func childArgs(im, wl string, run int, c config) []string {
 		"-idle", c.Idle.String(),
 		"-correct-devices", strconv.Itoa(c.CorrectDevices),
 		"-correct-for", c.CorrectFor.String(),
+		"-keyed-keys", strconv.Itoa(c.KeyedKeys),
+		"-keyed-beats", strconv.Itoa(c.KeyedBeats),
+		"-keyed-timeout", c.KeyedTimeout.String(),
 		"-seed", strconv.FormatUint(c.Seed, 10),
 		"-stall", stallLimit.String(),
 	}
@@ -300,6 +311,23 @@ func selectNames(list string, all []string) ([]string, error) {
 		return nil, fmt.Errorf("unknown name %q (have: %s)", n, strings.Join(all, ", "))
 	}
 	return out, nil
+}
+
+// expandGroups replaces the group name "keyed" in a comma-separated list of
+// workloads by the keyed workloads.
+func expandGroups(list string) string {
+	if list == "" {
+		return list
+	}
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		if strings.TrimSpace(n) == keyedGroup {
+			out = append(out, keyedWorkloads...)
+			continue
+		}
+		out = append(out, n)
+	}
+	return strings.Join(out, ",")
 }
 
 // machineInfo describes the machine for the report.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -180,12 +181,71 @@ func (r *report) markdown() string {
 	b.WriteString("## go-schedule targets\n\n")
 	b.WriteString(r.targetsTable())
 
+	keyedDone := false
 	for _, w := range workloads {
 		if _, ran := r.Summary[w.Name]; !ran && !r.hasRuns(w.Name) {
 			continue
 		}
+		if slices.Contains(keyedWorkloads, w.Name) {
+			// Both key types share one table.
+			if !keyedDone {
+				keyedDone = true
+				fmt.Fprintf(&b, "\n## Keyed heartbeat (`%s`)\n\n%s\n\n", strings.Join(keyedWorkloads, "`, `"), w.What)
+				b.WriteString(r.keyedTable())
+			}
+			continue
+		}
 		fmt.Fprintf(&b, "\n## %s (`%s`)\n\n%s\n\n", w.Title, w.Name, w.What)
 		b.WriteString(r.table(w))
+	}
+	return b.String()
+}
+
+// ranKeyed reports whether any keyed workload ran.
+func (r *report) ranKeyed() bool {
+	for _, wl := range keyedWorkloads {
+		if r.hasRuns(wl) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyedTable renders the keyed workloads: a row per implementation and
+// key type, for the implementations in the keyed comparison. Ratios are
+// to the mutex+map+Timer.Reset baseline with the same key type.
+func (r *report) keyedTable() string {
+	var b strings.Builder
+	var cols []column
+	if w, ok := findWorkload(keyedWorkloads[0]); ok {
+		cols = w.Columns
+	}
+	b.WriteString("| implementation | tick | keys | Beat call |")
+	for _, col := range cols {
+		b.WriteString(" " + col.Label + " |")
+	}
+	b.WriteString(" notes |\n|---|---|---|---|")
+	for range cols {
+		b.WriteString("--:|")
+	}
+	b.WriteString("---|\n")
+	for _, name := range implNames() {
+		call, ok := keyedCalls[name]
+		if !ok {
+			continue
+		}
+		im := registry[name]
+		for _, wl := range keyedWorkloads {
+			runs := r.runsOf(wl, name)
+			if len(runs) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |", im.Label, tickText(im.Tick), strings.TrimPrefix(wl, "keyed-"), call)
+			for _, col := range cols {
+				b.WriteString(" " + r.cell(wl, name, col) + " |")
+			}
+			fmt.Fprintf(&b, " %s |\n", strings.ReplaceAll(strings.Join(runNotes(runs), "; "), "|", "/"))
+		}
 	}
 	return b.String()
 }
@@ -210,6 +270,10 @@ func (r *report) header() string {
 	c := r.Config
 	fmt.Fprintf(&b, "- Sizes: add %d; heartbeat %d devices, %d heartbeats; fire %d over %v (dense: over %v); burst %d at one instant; parallel %d; idle %d for %v; correctness %d devices for %v; pool size %d\n",
 		c.AddN, c.Devices, c.Heartbeats, c.FireN, c.FireWindow, c.FireDense, c.BurstN, c.ParallelN, c.IdleN, c.Idle, c.CorrectDevices, c.CorrectFor, c.Workers)
+	if c.KeyedKeys > 0 {
+		fmt.Fprintf(&b, "- Keyed heartbeat: %d watched keys, %d Beats, exactness with %d silent and %d beating keys at a %v timeout (at least two ticks of a wheel)\n",
+			c.KeyedKeys, c.KeyedBeats, c.KeyedKeys/keyedShare, c.KeyedKeys/keyedShare, c.KeyedTimeout)
+	}
 	fmt.Fprintf(&b, "- Repetitions: %d, each implementation and workload in its own process. Cells show the median, the min–max range when there is more than one repetition, and ×ratio to the Go runtime's figure in the same run (below 1 is better for times, bytes and CPU).\n", r.Count)
 	b.WriteString("- Bytes include what the caller holds per timer to cancel or re-arm it (see the handle column below); go-zero keeps its key index inside the library, so its figure already held it.\n")
 	b.WriteString("- go-schedule's default strategy (`schedule.New` without options) is lazy cancel, the same settings as `lazycancel.New`, so it has no row of its own.\n")
@@ -243,6 +307,10 @@ func (r *report) console() string {
 	b.WriteString(r.header())
 	b.WriteString("\nHeadline\n\n")
 	b.WriteString(r.headline())
+	if r.ranKeyed() {
+		b.WriteString("\nKeyed heartbeat\n\n")
+		b.WriteString(r.keyedTable())
+	}
 	b.WriteString("\ngo-schedule targets\n\n")
 	b.WriteString(r.targetsTable())
 	return b.String()
@@ -294,25 +362,31 @@ func (r *report) table(w workload) string {
 			call = "–"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |", im.Label, tickText(im.Tick), call)
-		var notes []string
-		for _, run := range runs {
-			switch {
-			case run.Skipped != "":
-				notes = append(notes, "skipped: "+run.Skipped)
-			case run.Error != "":
-				notes = append(notes, fmt.Sprintf("run %d FAILED: %s", run.Run, firstLine(run.Error)))
-			default:
-				for _, n := range run.Notes {
-					notes = append(notes, fmt.Sprintf("run %d: %s", run.Run, n))
-				}
-			}
-		}
 		for _, col := range w.Columns {
 			b.WriteString(" " + r.cell(w.Name, name, col) + " |")
 		}
-		fmt.Fprintf(&b, " %s |\n", strings.ReplaceAll(strings.Join(dedupe(notes), "; "), "|", "/"))
+		fmt.Fprintf(&b, " %s |\n", strings.ReplaceAll(strings.Join(runNotes(runs), "; "), "|", "/"))
 	}
 	return b.String()
+}
+
+// runNotes collects the notes of an implementation's runs of a workload:
+// why it was skipped, how a run failed, and what each run noted.
+func runNotes(runs []runResult) []string {
+	var notes []string
+	for _, run := range runs {
+		switch {
+		case run.Skipped != "":
+			notes = append(notes, "skipped: "+run.Skipped)
+		case run.Error != "":
+			notes = append(notes, fmt.Sprintf("run %d FAILED: %s", run.Run, firstLine(run.Error)))
+		default:
+			for _, n := range run.Notes {
+				notes = append(notes, fmt.Sprintf("run %d: %s", run.Run, n))
+			}
+		}
+	}
+	return dedupe(notes)
 }
 
 func (r *report) runsOf(wl, im string) []runResult {

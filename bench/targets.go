@@ -27,7 +27,14 @@ const (
 	burstFirstMs    = 1.0 // lateness of a burst's first job, ms
 	burstDrainRatio = 0.3 // burst drain, against time.AfterFunc's
 	lazyEntriesMax  = 1.25
+
+	keyedRuntimeRatio = 0.7 // ns per keyed Beat, against mutex+map+Timer.Reset
+	keyedGozeroRatio  = 0.5 // ns per keyed Beat, against go-zero's MoveTimer
+	keyedBytesMax     = 100 // bytes per watched uint64 key, key index included
 )
+
+// keyedGozeroImpls are the go-zero settings a keyed Beat is compared with.
+var keyedGozeroImpls = []string{"gozero", "gozero-1s"}
 
 // minJudgedCount is the number of repetitions below which verdicts are
 // labelled indicative: one run on a shared machine can move a ratio by
@@ -132,6 +139,30 @@ func (r *report) checkTargets() []targetCheck {
 			s, ok := r.get(wl, im, "failures")
 			worst := s.Max
 			add("exactly-once under heartbeats ("+strings.TrimPrefix(wl, "correct-")+")", ok && worst == 0, ok, fmt.Sprintf("%.0f failures (worst run)", worst))
+		}
+		for _, wl := range keyedWorkloads {
+			kt := strings.TrimPrefix(wl, "keyed-")
+			maxCheck("keyed ("+kt+" keys): heartbeat.Monitor.Beat on a watched key allocs = 0", wl, "allocs_beat", 0.01)
+			ratioCheck(fmt.Sprintf("keyed (%s keys): ns/Beat ≤ %.1f× mutex+map+Timer.Reset", kt, keyedRuntimeRatio), wl, "ns_beat", keyedRuntimeRatio)
+			own, ok := r.get(wl, im, "ns_beat")
+			worst, peers := 0.0, []string{}
+			for _, gz := range keyedGozeroImpls {
+				g, gok := r.get(wl, gz, "ns_beat")
+				if !gok || g.Median <= 0 {
+					continue
+				}
+				worst = max(worst, own.Median/g.Median)
+				peers = append(peers, fmt.Sprintf("×%.3f of %s", own.Median/g.Median, gz))
+			}
+			measured := ok && len(peers) > 0
+			add(fmt.Sprintf("keyed (%s keys): ns/Beat ≤ %.1f× go-zero's MoveTimer (every go-zero tick run)", kt, keyedGozeroRatio),
+				measured && worst <= keyedGozeroRatio, measured, fmt.Sprintf("%.4g (%s)", own.Median, strings.Join(peers, ", ")))
+			if kt == "uint64" {
+				maxCheck(fmt.Sprintf("keyed (uint64 keys): ≤ %d bytes per watched key, key index included", keyedBytesMax), wl, "bytes_key", keyedBytesMax)
+			}
+			s, sok := r.get(wl, im, "failures")
+			add("keyed ("+kt+" keys): exact: every silent key expires once, none early, no beating key expires",
+				sok && s.Max == 0, sok, fmt.Sprintf("%.0f failures (worst run)", s.Max))
 		}
 	}
 	return out

@@ -66,7 +66,7 @@ func stuckStacks() string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, "Timers)") {
+		if !strings.Contains(g, "Timers)") && !strings.Contains(g, "main.runKeyed") && !strings.Contains(g, "(*keyed") {
 			continue
 		}
 		lines := strings.Split(g, "\n")

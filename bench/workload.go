@@ -23,6 +23,9 @@ type config struct {
 	Idle           time.Duration `json:"idle_ns"`
 	CorrectDevices int           `json:"correct_devices"`
 	CorrectFor     time.Duration `json:"correct_for_ns"`
+	KeyedKeys      int           `json:"keyed_keys,omitempty"`
+	KeyedBeats     int           `json:"keyed_beats,omitempty"`
+	KeyedTimeout   time.Duration `json:"keyed_timeout_ns,omitempty"`
 	Seed           uint64        `json:"seed"`
 }
 
@@ -59,7 +62,7 @@ func registerWorkload(w workload) { workloads = append(workloads, w) }
 // workloadOrder is the order in which workloads run and are reported.
 var workloadOrder = []string{
 	"add", "heartbeat-reset", "heartbeat-mixed", "heartbeat-canceladd", "fire", "fire-dense", "burst",
-	"parallel", "idle", "correct-reset", "correct-canceladd",
+	"parallel", "idle", "correct-reset", "correct-canceladd", "keyed-uint64", "keyed-string",
 }
 
 // sortWorkloads puts workloads in workloadOrder; unlisted ones go last.
