@@ -1,0 +1,223 @@
+// Command mqttload load-tests MQTT keep-alive in a mochi-mqtt broker: the
+// go-schedule hook (package github.com/go-schedule/schedule/mqtt) against
+// mochi's own keep-alive, a socket deadline per connection, on the same
+// load in the same run.
+//
+// For each of the two, it starts brokers (gateway shards, each a process
+// of its own on its own loopback port) and load processes that connect
+// real clients to them over loopback. Most clients are
+// github.com/eclipse/paho.mqtt.golang clients that keep the connection
+// alive by pinging. The others are bare TCP clients that send a CONNECT
+// with a will, ping like the live ones until a moment chosen at random
+// within -fall after every client is connected, and then send nothing, so
+// that only the broker can notice them: it must disconnect each of them
+// 1.5 × Keep Alive after its last packet and publish its will.
+//
+// The report puts the two side by side: silent clients disconnected
+// against expected, wills published against expected, live clients
+// wrongly disconnected, silent clients disconnected early, detection
+// lateness past 1.5 × Keep Alive (p50, p99, max, measured by each silent
+// client from its last write to the end of its connection), and the
+// brokers' memory and CPU per connection. Progress goes to standard error
+// while it runs.
+//
+// Usage:
+//
+//	go run ./cmd/mqttload [flags]
+//
+// The flags are:
+//
+//	-clients n       clients in all, live and silent (default 10000)
+//	-silent f        share of the clients that fall silent (default 0.1)
+//	-keepalive s     Keep Alive of every client, in seconds (default 4)
+//	-fall d          window after the start in which silent clients fall silent (default 2 × keep-alive)
+//	-grace d         wait after the last silent client's deadline before counting (default 2s)
+//	-mode m          both (default), go-schedule or mochi
+//	-per-process n   connections per process at most (default 15000); brokers and
+//	                 load processes are as many as that needs, unless set:
+//	-brokers n       broker processes (gateway shards)
+//	-loaders n       load processes
+//	-dialers n       connections each load process opens at once (default 64)
+//	-workers n       go-schedule's pool size in each broker (default 4)
+//	-seed n          seed for the choice of the silent moments (default 1)
+//
+// A process may hold only so many open files (20,000 on the machine the
+// figures in docs/mqtt.md come from), hence the processes: by default one
+// broker and one load process per 15,000 connections, so 7 of each for
+// 100,000. Every load process dials from a loopback source address of its
+// own (127.x.y.z, picked at random for each run), so that neither the
+// 28,232 ephemeral ports of one address nor the sockets that a previous
+// run left in TIME_WAIT limit a run. Run it from the module's directory
+// (mqtt/).
+//
+// The exit status is 0 when, for every keep-alive measured, exactly the
+// silent clients were disconnected, none early, with exactly their wills
+// published, and no live client was disconnected; 1 when a count is wrong
+// or the run failed; 2 for invalid flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Exit statuses.
+const (
+	exitPass  = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// Modes: which keep-alive a broker runs.
+const (
+	modeSchedule = "go-schedule"
+	modeMochi    = "mochi"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main with its context, arguments and outputs made explicit; it
+// returns the exit status. A process started with -role is a broker or a
+// load process of a run; otherwise it runs the whole load test.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-role" || args[0] == "--role") {
+		return runChild(ctx, args, stdout, stderr)
+	}
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitPass
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mqttload:", err)
+		fmt.Fprintln(stderr, "run 'mqttload -h' for the flags")
+		return exitUsage
+	}
+	rep, err := runLoad(ctx, cfg, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "mqttload:", err)
+		return exitFail
+	}
+	if bad := rep.failures(); len(bad) > 0 {
+		fmt.Fprintln(stderr, "mqttload: FAIL:", strings.Join(bad, "; "))
+		return exitFail
+	}
+	return exitPass
+}
+
+// config is a whole run's.
+type config struct {
+	Clients    int
+	Silent     float64
+	KeepAlive  int // seconds
+	Fall       time.Duration
+	Grace      time.Duration
+	Modes      []string
+	PerProcess int
+	Brokers    int
+	Loaders    int
+	Dialers    int
+	Workers    int
+	Seed       uint64
+}
+
+// silentCount is the number of clients that fall silent.
+func (c config) silentCount() int { return int(float64(c.Clients)*c.Silent + 0.5) }
+
+// timeout is how long a client may stay silent: 1.5 × Keep Alive.
+func (c config) timeout() time.Duration { return time.Duration(c.KeepAlive) * 1500 * time.Millisecond }
+
+func parseFlags(args []string, output io.Writer) (config, error) {
+	c := config{Clients: 10000, Silent: 0.1, KeepAlive: 4, Grace: 2 * time.Second,
+		PerProcess: 15000, Dialers: 64, Workers: 4, Seed: 1}
+	fs := flag.NewFlagSet("mqttload", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintln(w, "usage: mqttload [flags]")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Load-tests MQTT keep-alive in mochi-mqtt brokers: the go-schedule hook against mochi's")
+		fmt.Fprintln(w, "own keep-alive, with paho clients that ping and bare clients that fall silent.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Flags:")
+		fs.PrintDefaults()
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Exit status: 0 pass; 1 a count is wrong or the run failed; 2 invalid flags.")
+	}
+	mode := "both"
+	fs.IntVar(&c.Clients, "clients", c.Clients, "clients in all, live and silent")
+	fs.Float64Var(&c.Silent, "silent", c.Silent, "`share` of the clients that fall silent, from 0 to 1")
+	fs.IntVar(&c.KeepAlive, "keepalive", c.KeepAlive, "Keep Alive of every client, in `seconds` (mochi's own keep-alive\nrounds 1.5 × an odd Keep Alive down to whole seconds, and so disconnects early)")
+	fs.DurationVar(&c.Fall, "fall", 0, "window after the start in which silent clients fall silent (default 2 × keep-alive)")
+	fs.DurationVar(&c.Grace, "grace", c.Grace, "wait after the last silent client's deadline before counting")
+	fs.StringVar(&mode, "mode", mode, "keep-alive to measure: both, go-schedule or mochi")
+	fs.IntVar(&c.PerProcess, "per-process", c.PerProcess, "connections per process at most, below the system's limit of open files per process")
+	fs.IntVar(&c.Brokers, "brokers", 0, "broker processes, each a gateway shard (default: as -per-process needs)")
+	fs.IntVar(&c.Loaders, "loaders", 0, "load processes (default: as -per-process needs)")
+	fs.IntVar(&c.Dialers, "dialers", c.Dialers, "connections each load process opens at once")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "go-schedule's pool size in each broker")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for the choice of the silent moments")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch mode {
+	case "both":
+		c.Modes = []string{modeSchedule, modeMochi}
+	case modeSchedule, modeMochi:
+		c.Modes = []string{mode}
+	default:
+		return c, fmt.Errorf("-mode %q: want both, %s or %s", mode, modeSchedule, modeMochi)
+	}
+	if c.Fall == 0 {
+		c.Fall = 2 * time.Duration(c.KeepAlive) * time.Second
+	}
+	switch {
+	case c.Clients <= 0:
+		return c, errors.New("-clients must be positive")
+	case c.Silent < 0 || c.Silent > 1:
+		return c, errors.New("-silent must be from 0 to 1")
+	case c.KeepAlive <= 0 || c.KeepAlive > 65535:
+		return c, errors.New("-keepalive must be from 1 to 65535 seconds")
+	case c.Fall < 0 || c.Grace < 0:
+		return c, errors.New("-fall and -grace must not be negative")
+	case c.PerProcess <= 0 || c.Dialers <= 0 || c.Workers <= 0 || c.Brokers < 0 || c.Loaders < 0:
+		return c, errors.New("-per-process, -dialers and -workers must be positive, -brokers and -loaders not negative")
+	}
+	if c.Brokers == 0 {
+		c.Brokers = ceilDiv(c.Clients, c.PerProcess)
+	}
+	if c.Loaders == 0 {
+		c.Loaders = ceilDiv(c.Clients, c.PerProcess)
+	}
+	if c.Loaders > 254 {
+		return c, errors.New("at most 254 load processes")
+	}
+	if n := ceilDiv(c.Clients, c.Brokers); n > c.PerProcess {
+		return c, fmt.Errorf("%d brokers would hold %d connections each, more than -per-process %d", c.Brokers, n, c.PerProcess)
+	}
+	if n := ceilDiv(c.Clients, c.Loaders); n > c.PerProcess {
+		return c, fmt.Errorf("%d load processes would hold %d connections each, more than -per-process %d", c.Loaders, n, c.PerProcess)
+	}
+	if lim, ok := openFileLimit(); ok && uint64(c.PerProcess)+200 > lim {
+		return c, fmt.Errorf("-per-process %d is too close to this machine's limit of %d open files per process", c.PerProcess, lim)
+	}
+	return c, nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

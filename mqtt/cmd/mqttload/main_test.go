@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain runs the command's code as a child (broker or load process)
+// when the parent under test re-executes this test binary; otherwise it
+// runs the tests and fails the run if one leaves a goroutine behind.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
+
+// TestLoadCI runs the whole load test at CI size, both keep-alives, with
+// two brokers (gateway shards) and two load processes: every count must
+// be exact, so the exit status is 0, and the report must show both
+// keep-alives. Keep Alive is 2 s, not 1 s: paho pings up to 1.25 × Keep
+// Alive after its last packet, and on a loaded machine under the race
+// detector the 0.25 s to spare at 1 s is too little.
+func TestLoadCI(t *testing.T) {
+	clients := "400"
+	if testing.Short() {
+		clients = "100"
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-clients", clients, "-silent", "0.25", "-keepalive", "2",
+		"-fall", "1s", "-grace", "1500ms", "-brokers", "2", "-loaders", "2", "-dialers", "16"}, &stdout, &stderr)
+	t.Logf("report:\n%s", stdout.String())
+	if code != exitPass {
+		t.Fatalf("exit status %d\n%s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"go-schedule hook", "mochi deadline", "silent clients disconnected / expected"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report has no %q", want)
+		}
+	}
+	if strings.Contains(out, "WRONG") {
+		t.Errorf("the report shows a wrong count")
+	}
+	if !strings.Contains(stderr.String(), "window") {
+		t.Errorf("no progress on standard error:\n%s", stderr.String())
+	}
+}
+
+// TestWrongCountsFail: the exit status depends on the counts; each one
+// that is off makes the run fail.
+func TestWrongCountsFail(t *testing.T) {
+	good := func() modeResult {
+		return modeResult{Mode: modeSchedule, Live: 90, Silent: 10,
+			Loaders: []loaderResult{{loaderCounts: loaderCounts{LiveConnected: 90, SilentConnected: 10, SilentClosed: 10}, Lateness: make([]int64, 10)}},
+			Brokers: []brokerResult{{WillsSilent: 10, KeepAliveDisconnects: 10, Conns: 100}},
+		}
+	}
+	if f := (&report{modes: []modeResult{good()}}).failures(); len(f) != 0 {
+		t.Fatalf("a right run fails: %v", f)
+	}
+	for name, spoil := range map[string]func(*modeResult){
+		"silent not disconnected": func(m *modeResult) { m.Loaders[0].SilentClosed = 9 },
+		"will missing":            func(m *modeResult) { m.Brokers[0].WillsSilent = 9 },
+		"live will":               func(m *modeResult) { m.Brokers[0].WillsLive = 1 },
+		"live lost":               func(m *modeResult) { m.Loaders[0].LiveLost = 1 },
+		"silent lost too soon":    func(m *modeResult) { m.Loaders[0].SilentLostEarly = 1 },
+		"early":                   func(m *modeResult) { m.Loaders[0].Early = 1 },
+		"connect failed":          func(m *modeResult) { m.Loaders[0].Failed = 1 },
+		"broker count":            func(m *modeResult) { m.Brokers[0].KeepAliveDisconnects = 11 },
+	} {
+		m := good()
+		spoil(&m)
+		if f := (&report{modes: []modeResult{m}}).failures(); len(f) != 1 {
+			t.Errorf("%s: failures %q, want one", name, f)
+		}
+	}
+}
+
+// TestFlags: process counts follow -per-process, and bad flags are
+// refused.
+func TestFlags(t *testing.T) {
+	var out bytes.Buffer
+	c, err := parseFlags([]string{"-clients", "100000"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Brokers != 7 || c.Loaders != 7 || c.silentCount() != 10000 || len(c.Modes) != 2 {
+		t.Errorf("100,000 clients: %d brokers, %d loaders, %d silent, modes %v", c.Brokers, c.Loaders, c.silentCount(), c.Modes)
+	}
+	for _, bad := range [][]string{
+		{"-clients", "0"}, {"-silent", "2"}, {"-keepalive", "0"}, {"-mode", "wheel"},
+		{"-clients", "100000", "-brokers", "2"}, {"stray"},
+	} {
+		if _, err := parseFlags(bad, &out); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if lim, ok := openFileLimit(); ok && lim < 30200 {
+		if _, err := parseFlags([]string{"-per-process", "30000"}, &out); err == nil {
+			t.Errorf("-per-process 30000 accepted with a limit of %d open files", lim)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+// Package mqtt enforces MQTT keep-alive in a mochi-mqtt broker
+// (github.com/mochi-mqtt/server/v2) with go-schedule: one
+// heartbeat.Monitor per broker holds the deadline of every connection, in
+// place of a read deadline on each connection's socket.
+//
+// MQTT 3.1.1 and 5 (§3.1.2.10) say that when the Keep Alive of a
+// connection is not zero and the server receives no control packet from
+// the client within one and a half times that Keep Alive, the server must
+// disconnect the client, as if the network had failed: its will message is
+// published. KeepAlive does exactly that, and turns off mochi's own
+// keep-alive for the connections it watches:
+//
+//	s, _ := schedule.New(4)
+//	defer s.Shutdown() // after the broker is closed
+//	srv := mochi.New(nil)
+//	_ = srv.AddHook(new(auth.AllowHook), nil)
+//	_ = srv.AddHook(mqtt.NewKeepAlive(s), nil)
+//
+// A client that falls silent is stopped with the cause
+// packets.ErrKeepAliveTimeout (see mochi's Client.StopCause); mochi then
+// publishes its will and calls OnDisconnect, as it does when its own read
+// deadline expires. A Keep Alive of zero means no timeout.
+package mqtt
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-schedule/schedule"
+	"github.com/go-schedule/schedule/heartbeat"
+	mochi "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// HookID is what KeepAlive.ID returns.
+const HookID = "go-schedule-keepalive"
+
+// defaultTimeout is the Monitor's own timeout: 1.5 times a Keep Alive of
+// 60 seconds. Every connection is watched with its own timeout (Watch);
+// those whose timeout equals this one cost no per-key timeout entry.
+const defaultTimeout = 90 * time.Second
+
+// Timeout returns how long a connection with the given Keep Alive (in
+// seconds, as the client sends it in CONNECT, or as the server sets it)
+// may stay silent: one and a half times the Keep Alive, exactly. It
+// returns 0 for a Keep Alive of 0, which means no timeout.
+//
+// mochi's own keep-alive computes keepalive + keepalive/2 in whole
+// seconds, so that for an odd Keep Alive it disconnects half a second
+// early (after 1 s for a Keep Alive of 1 s, where the specification says
+// 1.5 s). KeepAlive does not round.
+func Timeout(keepalive uint16) time.Duration {
+	return time.Duration(keepalive) * 1500 * time.Millisecond
+}
+
+// KeepAlive is a mochi-mqtt hook that enforces MQTT keep-alive with a
+// go-schedule Scheduler. Create it with NewKeepAlive and add it to the
+// broker with Server.AddHook(hook, nil) before the broker serves. The Keep
+// Alive it enforces is the client's State.Keepalive when the session is
+// established: the one in CONNECT, or an MQTT 5 Server Keep Alive that a
+// hook set in OnConnect (with State.ServerKeepalive, so that CONNACK
+// tells the client).
+//
+// It handles three events, and Provides reports true for exactly these:
+//
+//   - OnSessionEstablished: the connection is accepted (authenticated and
+//     acknowledged with CONNACK). A client with a Keep Alive starts to be
+//     watched with a timeout of Timeout(keepalive), and mochi's own read
+//     deadline is turned off for it (its State.Keepalive is set to 0 once
+//     CONNACK has gone out, so a Server Keep Alive in CONNACK is not
+//     affected). Nothing is armed earlier: a connection that fails
+//     authentication, or whose CONNACK cannot be written, never reaches
+//     OnDisconnect, and a watch armed for it would never be removed.
+//   - OnPacketRead: every packet from a watched client, PINGREQ included,
+//     pushes its deadline out to now plus its timeout.
+//   - OnDisconnect: the watch ends.
+//
+// Watches are keyed by *mochi.Client, not by client ID: when a client ID
+// is taken over, mochi usually calls OnDisconnect for the old connection
+// after OnSessionEstablished for the new one, and neither the old
+// connection's deadline nor its end may touch the new connection's watch.
+//
+// When a watched client's deadline passes with no packet from it, the
+// hook stops the client (Client.Stop(packets.ErrKeepAliveTimeout)) from a
+// job on the Scheduler's pool. The connection closes, and mochi's read
+// loop publishes the will and calls OnDisconnect. A packet that arrives
+// just as the deadline passes either wins the race, and the client stays
+// connected, or comes too late, and the client is disconnected; in that
+// narrow case, if mochi is still handling the packet when the connection
+// closes and the packet needs no reply, mochi ends the connection as it
+// does after any server-side stop between packets: without the will.
+//
+// The Scheduler must outlive the broker: once it is shut down, clients
+// that connect afterwards keep mochi's own keep-alive (the hook cannot arm
+// a watch for them), and clients already watched are no longer timed out.
+//
+// KeepAlive's methods are safe for concurrent use.
+type KeepAlive struct {
+	mochi.HookBase
+
+	mon *heartbeat.Monitor[*mochi.Client]
+	err error // from heartbeat.New; Init returns it
+
+	// unwatched holds the connected clients with a Keep Alive of 0, whose
+	// packets must not start a watch. n counts them, so that OnPacketRead
+	// skips the lookup while there are none.
+	unwatched sync.Map // *mochi.Client → struct{}
+	n         atomic.Int64
+
+	expired atomic.Uint64
+	warned  atomic.Bool // the shut-down scheduler has been logged
+}
+
+// NewKeepAlive returns a keep-alive hook whose deadlines live on s. Add it
+// to a broker with Server.AddHook(hook, nil). A hook serves one broker.
+//
+// With a nil s, the hook's Init, and so AddHook, returns
+// heartbeat.ErrNilScheduler.
+func NewKeepAlive(s *schedule.Scheduler) *KeepAlive {
+	k := new(KeepAlive)
+	k.mon, k.err = heartbeat.New(s, defaultTimeout, k.expire)
+	return k
+}
+
+// ID returns HookID.
+func (k *KeepAlive) ID() string { return HookID }
+
+// Provides reports whether the hook handles the event b: true for
+// mochi.OnSessionEstablished, mochi.OnPacketRead and mochi.OnDisconnect.
+func (k *KeepAlive) Provides(b byte) bool {
+	switch b {
+	case mochi.OnSessionEstablished, mochi.OnPacketRead, mochi.OnDisconnect:
+		return true
+	}
+	return false
+}
+
+// Init is called by Server.AddHook. It ignores config and returns the
+// error of NewKeepAlive's arguments, if any.
+func (k *KeepAlive) Init(config any) error { return k.err }
+
+// OnSessionEstablished starts watching cl when its Keep Alive is not zero,
+// and turns off mochi's own read deadline for it.
+func (k *KeepAlive) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
+	ka := cl.State.Keepalive // the client's Keep Alive, or the server's
+	if ka == 0 {
+		k.unwatched.Store(cl, struct{}{})
+		k.n.Add(1)
+		return
+	}
+	if err := k.mon.Watch(cl, Timeout(ka)); err != nil {
+		// The scheduler is shut down: leave the client to mochi.
+		if k.Log != nil && k.warned.CompareAndSwap(false, true) {
+			k.Log.Warn("the scheduler is shut down: keep-alive left to mochi", "error", err)
+		}
+		return
+	}
+	// CONNACK has gone out, and mochi's read loop sets its deadline from
+	// this value before every packet it reads: 0 means none.
+	cl.State.Keepalive = 0
+}
+
+// OnPacketRead pushes out the deadline of a watched client. It returns pk
+// unchanged.
+func (k *KeepAlive) OnPacketRead(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
+	if pk.FixedHeader.Type == packets.Connect {
+		// The CONNECT itself, read before the session is established (or,
+		// later, a protocol error that mochi disconnects for).
+		return pk, nil
+	}
+	if k.n.Load() > 0 {
+		if _, ok := k.unwatched.Load(cl); ok {
+			return pk, nil
+		}
+	}
+	_ = k.mon.Beat(cl) // fails only once the scheduler is shut down
+	return pk, nil
+}
+
+// OnDisconnect ends the watch of cl.
+func (k *KeepAlive) OnDisconnect(cl *mochi.Client, err error, expire bool) {
+	if !k.mon.Forget(cl) {
+		if _, ok := k.unwatched.LoadAndDelete(cl); ok {
+			k.n.Add(-1)
+		}
+	}
+}
+
+// expire is the Monitor's expired function: cl sent nothing for its
+// timeout.
+func (k *KeepAlive) expire(cl *mochi.Client) {
+	k.expired.Add(1)
+	cl.Stop(packets.ErrKeepAliveTimeout)
+}
+
+// Len returns the number of clients watched now: those connected with a
+// Keep Alive other than zero.
+func (k *KeepAlive) Len() int {
+	if k.mon == nil {
+		return 0
+	}
+	return k.mon.Len()
+}
+
+// Expired returns the number of clients the hook has disconnected because
+// their keep-alive timed out.
+func (k *KeepAlive) Expired() uint64 { return k.expired.Load() }
