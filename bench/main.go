@@ -14,8 +14,8 @@
 //
 // Run it from the bench directory:
 //
-//	go run .          # full run, writes results/ (about 35 minutes on 2 cores)
-//	go run . -quick   # small run for CI (about 2 minutes), writes to a temporary directory
+//	go run .          # full run, writes results/ (about 40 minutes on 2 cores)
+//	go run . -quick   # small run for CI (about 2.5 minutes), writes to a temporary directory
 //
 // Every (implementation, workload, repetition) runs in its own child
 // process, so that memory figures do not mix; the parent re-executes its own
@@ -38,7 +38,7 @@ import (
 
 func main() {
 	var c config
-	quick := flag.Bool("quick", false, "small sizes and one repetition, for CI (about two minutes); verdicts are then indicative")
+	quick := flag.Bool("quick", false, "small sizes and one repetition, for CI (about two and a half minutes); verdicts are then indicative")
 	count := flag.Int("count", 0, "repetitions of every measurement (default 3, 1 with -quick)")
 	out := flag.String("out", "", "output directory (default results, or a temporary directory with -quick)")
 	only := flag.String("impl", "", "comma-separated implementations to run (default all)")
