@@ -441,7 +441,7 @@ func TestManySimultaneousDeadlinesStartPromptlyOnBoundedGoroutines(t *testing.T)
 		advance(time.Second)
 		assert.Equal(t, int64(n), ran.Load())
 		assert.LessOrEqual(t, peak.Load(), int64(workers))
-		assert.LessOrEqual(t, runtime.NumGoroutine(), before+workers)
+		assert.LessOrEqual(t, runtime.NumGoroutine(), before+workers+2, "workers, and the two spare workers of the pool")
 		assert.Equal(t, uint64(n), s.Stats().Fired)
 	})
 }

@@ -79,8 +79,12 @@ type Scheduler struct {
 	loops     atomic.Uint64 // loop iterations completed
 }
 
+// poolSpare is how many more workers New's pool has than jobs may run.
+const poolSpare = 2
+
 // New returns a running Scheduler whose jobs run on at most workers
-// goroutines at a time. It returns ErrInvalidWorkers when workers is not
+// goroutines at a time (its pool keeps up to two more, idle, for a smooth
+// hand-over between runs). It returns ErrInvalidWorkers when workers is not
 // positive, the error of the first Option that rejects its argument, and
 // the error of the pool's construction.
 //
@@ -112,7 +116,11 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 		// fire.go); it comes last so that no pool option can undo it.
 		opts := append([]ants.Option{ants.WithDisablePurge(true)}, s.cfg.poolOptions...)
 		opts = append(opts, ants.WithNonblocking(true))
-		p, err := ants.NewPool(workers, opts...)
+		// Two spare workers: a run that has left the run queue still holds
+		// its ants worker for a moment before ants takes it back, and a run
+		// started meanwhile would otherwise be refused and wait for a retry.
+		// The scheduler's own count keeps its jobs to workers at a time.
+		p, err := ants.NewPool(workers+poolSpare, opts...)
 		if err != nil {
 			return nil, err
 		}
