@@ -134,24 +134,17 @@ func (q *runQueue) abandon() bool {
 	return !q.closed && q.head < len(q.items)
 }
 
-// takeAll empties the queue and returns what it held.
-func (q *runQueue) takeAll() []due {
+// takeAll empties the queue and returns what it held. With close set, the
+// queue is closed for good too: runs then leave after their current job.
+func (q *runQueue) takeAll(close bool) []due {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	rest := append([]due(nil), q.items[q.head:]...)
 	q.reset()
-	q.mu.Unlock()
-	return rest
-}
-
-// close empties the queue for good and returns what it held; runs then
-// leave after their current job.
-func (q *runQueue) close() []due {
-	q.mu.Lock()
-	rest := append([]due(nil), q.items[q.head:]...)
-	q.reset()
-	q.closed = true
-	q.checkIdle()
-	q.mu.Unlock()
+	if close {
+		q.closed = true
+		q.checkIdle()
+	}
 	return rest
 }
 
@@ -262,15 +255,8 @@ func (s *Scheduler) call(id TaskID, t *task) {
 // the owner has let go of the slot too, frees it. A repeating task that
 // was cancelled while this run was in flight lets its job go here.
 func (s *Scheduler) finish(slot uint32, t *task, fb *freeBatch) {
-	var nw uint64
-	for {
-		w := t.word.Load()
-		nw = w &^ flagRunning
-		if t.word.CompareAndSwap(w, nw) {
-			break
-		}
-	}
-	if nw&(flagOwned|flagRunning) == 0 {
+	nw := t.letGo(flagRunning)
+	if unheld(nw) {
 		if s.slab.retire(slot, t) {
 			fb.slots[fb.n] = slot
 			fb.n++
@@ -300,11 +286,11 @@ func (s *Scheduler) flushFreed(fb *freeBatch) {
 }
 
 // dropQueued drops every queued job: the pool they were to run on is gone.
-func (s *Scheduler) dropQueued() { s.dropDue(s.runs.takeAll()) }
+func (s *Scheduler) dropQueued() { s.dropDue(s.runs.takeAll(false)) }
 
 // closeRuns closes the run queue at Shutdown and drops the jobs no run has
 // taken.
-func (s *Scheduler) closeRuns() { s.dropDue(s.runs.close()) }
+func (s *Scheduler) closeRuns() { s.dropDue(s.runs.takeAll(true)) }
 
 // dropDue releases due tasks that will never run, counting each in
 // Stats.Dropped unless it was cancelled.

@@ -286,7 +286,7 @@ func nextRun(when, interval, now int64) (next int64, missed int64) {
 // drop releases the owner's reference to t, whose entry has left the heap
 // (or never entered it). The slot is freed once no worker runs it either.
 func (s *Scheduler) drop(slot uint32, t *task) {
-	if t.letGo(flagOwned) {
+	if unheld(t.letGo(flagOwned)) {
 		s.freed = append(s.freed, slot)
 	}
 }

@@ -105,18 +105,20 @@ func (t *task) release() {
 	t.arg = nil
 }
 
-// letGo clears one holder's flag, flagOwned or flagRunning, and reports
-// whether that left the slot with no holder, so that the caller must free it.
-// Exactly one of the two holders sees true.
-func (t *task) letGo(flag uint64) bool {
+// letGo clears one holder's flag, flagOwned or flagRunning, and returns the
+// word it left. The slot has no holder left, and the caller must free it,
+// when that word has neither flag: exactly one of the two holders sees so.
+func (t *task) letGo(flag uint64) uint64 {
 	for {
 		w := t.word.Load()
 		nw := w &^ flag
 		if t.word.CompareAndSwap(w, nw) {
-			return nw&(flagOwned|flagRunning) == 0
+			return nw
 		}
 	}
 }
+
+func unheld(w uint64) bool { return w&(flagOwned|flagRunning) == 0 }
 
 // noIndex marks a task that has no entry in an eager heap.
 const noIndex = math.MaxUint32
