@@ -29,6 +29,16 @@ import (
 //     allocates nothing: the run function is made once, in New.
 //   - Slots of finished one-shots are freed in batches, not one lock each.
 //
+// Runs are started one at a time, the way the Go runtime wakes idle
+// processors: the owner starts a run only when no other run is starting
+// (submitted, but not yet holding a job), and a run that takes a job while
+// more wait behind it starts one helper before it runs that job. Jobs that
+// take long thus spread over up to workers runs, one start after another,
+// while a handful of short jobs is run by one or two runs rather than
+// waking a worker each. Starting a run per queued job instead made the
+// owner's Submit and the finishing runs fight over ants' spin lock, and
+// cost a third of the CPU of every sparse fire.
+//
 // Jobs are taken one at a time, not in batches, so that a slow job never
 // holds back jobs queued behind it while another run could take them.
 
@@ -44,20 +54,30 @@ type due struct {
 // Invariants:
 //   - active is the number of runs submitted to the pool (or about to be)
 //     that have not left; it never exceeds the scheduler's workers.
+//   - starting is the number of those that have not taken a job yet; it is
+//     0 or 1, since a run is started only while starting is 0.
 //   - A run leaves only when it finds the queue empty or closed, under mu,
 //     so a non-empty open queue always has a run that will take from it, or
 //     the owner knows to start one (claim).
+//   - refused is set while the pool refuses runs started by runs; they then
+//     leave starting more to the owner, which retries on its timer.
 //   - idle is closed exactly once: when closed is set and active is 0.
 type runQueue struct {
-	mu     sync.Mutex
-	items  []due // items[head:] are queued, oldest first
-	head   int
-	active int
-	closed bool
-	idle   chan struct{}
+	mu       sync.Mutex
+	items    []due // items[head:] are queued, oldest first
+	head     int
+	limit    int // the scheduler's workers
+	active   int
+	starting int
+	refused  bool
+	closed   bool
+	idle     chan struct{}
 }
 
-func (q *runQueue) init() { q.idle = make(chan struct{}) }
+func (q *runQueue) init(limit int) {
+	q.limit = limit
+	q.idle = make(chan struct{})
+}
 
 // put appends batch. Called by the owner.
 func (q *runQueue) put(batch []due) {
@@ -72,43 +92,59 @@ func (q *runQueue) put(batch []due) {
 	q.mu.Unlock()
 }
 
-// claim reserves up to limit-active new runs, no more than there are
-// queued jobs, and returns how many the caller must submit.
-func (q *runQueue) claim(limit int) int {
+// claim reserves one new run, for the owner, if jobs are queued, no run is
+// starting and fewer than limit are active. It clears refused: the owner
+// retries a refused pool on its own timer. It reports whether the caller
+// must submit a run.
+func (q *runQueue) claim() bool {
 	q.mu.Lock()
-	n := 0
-	if !q.closed {
-		n = min(limit-q.active, len(q.items)-q.head)
-		n = max(n, 0)
-		q.active += n
-	}
-	q.mu.Unlock()
-	return n
+	defer q.mu.Unlock()
+	q.refused = false
+	return q.claimLocked()
 }
 
-// unclaim gives back n claimed runs that were never submitted.
-func (q *runQueue) unclaim(n int) {
+func (q *runQueue) claimLocked() bool {
+	if q.closed || q.head == len(q.items) || q.starting > 0 || q.active >= q.limit {
+		return false
+	}
+	q.active++
+	q.starting++
+	return true
+}
+
+// unclaim gives back a claimed run that the pool refused, and tells runs
+// to leave retrying to the owner.
+func (q *runQueue) unclaim() {
 	q.mu.Lock()
-	q.active -= n
+	q.active--
+	q.starting--
+	q.refused = true
 	q.checkIdle()
 	q.mu.Unlock()
 }
 
 // next takes the oldest queued task; it reports false when there is none
-// or the queue is closed.
-func (q *runQueue) next() (due, bool) {
+// or the queue is closed. first says that the run is taking its first job,
+// so it is no longer starting. helper reports that the caller must submit
+// one more run, claimed for it: jobs still wait behind this one.
+func (q *runQueue) next(first bool) (d due, ok, helper bool) {
 	q.mu.Lock()
+	if first {
+		q.starting--
+	}
 	if q.closed || q.head == len(q.items) {
 		q.mu.Unlock()
-		return due{}, false
+		return due{}, false, false
 	}
-	d := q.items[q.head]
+	d = q.items[q.head]
 	q.head++
 	if q.head == len(q.items) {
 		q.reset()
+	} else if !q.refused {
+		helper = q.claimLocked()
 	}
 	q.mu.Unlock()
-	return d, true
+	return d, true, helper
 }
 
 // leave ends a run that found the queue empty. It reports false, and the
@@ -125,10 +161,14 @@ func (q *runQueue) leave() bool {
 }
 
 // abandon ends a run that is leaving abnormally, its job having ended its
-// goroutine. It reports whether jobs are left for a replacement.
-func (q *runQueue) abandon() bool {
+// goroutine. first says that it had not taken a job yet. It reports whether
+// jobs are left for a replacement.
+func (q *runQueue) abandon(first bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if first {
+		q.starting--
+	}
 	q.active--
 	q.checkIdle()
 	return !q.closed && q.head < len(q.items)
@@ -186,10 +226,11 @@ type freeBatch struct {
 // is empty.
 func (s *Scheduler) run() {
 	var fb freeBatch
-	left := false
-	defer s.endRun(&fb, &left)
+	left, first := false, true
+	defer s.endRun(&fb, &left, &first)
 	for {
-		d, ok := s.runs.next()
+		d, ok, helper := s.runs.next(first)
+		first = false
 		if !ok {
 			s.flushFreed(&fb)
 			if s.runs.leave() {
@@ -198,19 +239,33 @@ func (s *Scheduler) run() {
 			}
 			continue
 		}
+		if helper {
+			s.startHelper()
+		}
 		s.runOne(d, &fb)
+	}
+}
+
+// startHelper submits the run that next claimed, before the job that made
+// it needed runs. If the pool refuses, the owner takes over: it retries on
+// its timer, or drops the queue if the pool is gone. This run goes on
+// draining meanwhile.
+func (s *Scheduler) startHelper() {
+	if err := s.pool.Submit(s.runFn); err != nil {
+		s.runs.unclaim()
+		s.wakeOwner()
 	}
 }
 
 // endRun runs as a run ends, normally or not. A run whose job ended its
 // goroutine (runtime.Goexit, or a panic handler that panicked) gives its
 // place back and wakes the owner to start a replacement for the work left.
-func (s *Scheduler) endRun(fb *freeBatch, left *bool) {
+func (s *Scheduler) endRun(fb *freeBatch, left, first *bool) {
 	if *left {
 		return
 	}
 	s.flushFreed(fb)
-	if s.runs.abandon() {
+	if s.runs.abandon(*first) {
 		s.wakeOwner()
 	}
 }

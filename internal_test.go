@@ -28,7 +28,7 @@ func bare(strategy CancelStrategy) *Scheduler {
 	}
 	s.inboxCap.L = &s.mu
 	s.slab.init(rand.Uint64)
-	s.runs.init()
+	s.runs.init(s.workers)
 	return s
 }
 

@@ -241,28 +241,28 @@ func (s *Scheduler) handOver() {
 	s.dueNow = s.dueNow[:0]
 }
 
-// startRuns submits as many drain runs as the queued jobs need, up to
-// workers in all. The pool never makes it wait: New's pool is non-blocking
-// and WithPool accepts only non-blocking pools. It reports false when the
-// pool refused a run, to be retried on the owner's timer; jobs stay queued
-// meanwhile, and runs already going keep draining them.
+// startRuns submits a drain run if jobs are queued and no run is starting;
+// runs start helpers themselves as they find more jobs waiting (fire.go).
+// The pool never makes it wait: New's pool is non-blocking and WithPool
+// accepts only non-blocking pools. It reports false when the pool refused
+// the run, to be retried on the owner's timer; jobs stay queued meanwhile,
+// and runs already going keep draining them.
 func (s *Scheduler) startRuns() bool {
-	n := s.runs.claim(s.workers)
-	for i := range n {
-		err := s.pool.Submit(s.runFn)
-		if err == nil {
-			continue
-		}
-		s.runs.unclaim(n - i)
-		if errors.Is(err, ants.ErrPoolClosed) {
-			// A pool given with WithPool was released under the scheduler:
-			// no queued job can ever run.
-			s.dropQueued()
-			return true
-		}
-		return false
+	if !s.runs.claim() {
+		return true
 	}
-	return true
+	err := s.pool.Submit(s.runFn)
+	if err == nil {
+		return true
+	}
+	s.runs.unclaim()
+	if errors.Is(err, ants.ErrPoolClosed) {
+		// A pool given with WithPool was released under the scheduler: no
+		// queued job can ever run.
+		s.dropQueued()
+		return true
+	}
+	return false
 }
 
 // nextRun returns the first deadline of a task with the given interval

@@ -132,7 +132,7 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 	}
 	s.slab.init(rand.Uint64)
 	s.inboxCap.L = &s.mu
-	s.runs.init()
+	s.runs.init(s.workers)
 	s.runFn = s.run
 	go s.loop()
 	return s, nil
