@@ -145,11 +145,16 @@ func (h *deadlineHeap) shrink() {
 	}
 }
 
-// trim fits the capacity to the length plus an eighth, for use after an
-// O(n) rebuild that dropped many entries (the copy costs no more than the
-// rebuild did).
+// trim fits the capacity to what a lazy heap grows back to before its next
+// rebuild, for use after an O(n) rebuild that dropped many entries (the
+// copy costs no more than the rebuild did). A rebuild comes when tombstones
+// reach a quarter of the live entries (owner.go), so the heap regrows to
+// 1.25 times its length; an extra sixteenth spares the pushes that get it
+// there from ever copying the slice. Trimming to the bare length instead
+// made every push after a rebuild pay for regrowing it.
 func (h *deadlineHeap) trim() {
-	if want := len(h.items) + len(h.items)/8; cap(h.items) > want+minHeapCap {
+	n := len(h.items)
+	if want := n + n/4 + n/16; cap(h.items) > want+n/8+minHeapCap {
 		h.resize(want)
 	}
 }

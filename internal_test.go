@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -239,3 +240,49 @@ func TestNeverDueTaskIsNotDispatchedEvenPastTheHorizon(t *testing.T) {
 	assert.Empty(t, s.runs.items)
 	assert.Equal(t, 1, s.Len())
 }
+
+// TestRequestsWakeTheOwnerOnlyWhenTheyCannotWait checks the inbox
+// handshake: while the owner sleeps on a timer, requests for later
+// deadlines leave it asleep, one for an earlier deadline wakes it, and
+// Stats has it apply what was left waiting.
+func TestRequestsWakeTheOwnerOnlyWhenTheyCannotWait(t *testing.T) {
+	for _, strategy := range []CancelStrategy{LazyCancel, EagerCancel} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, err := New(1, WithCancelStrategy(strategy))
+				require.NoError(t, err)
+				defer s.Shutdown()
+				fired := make(chan time.Duration, 2)
+				start := time.Now()
+				job := func() { fired <- time.Since(start) }
+				_, err = s.ScheduleOne(job, time.Hour)
+				require.NoError(t, err)
+				synctest.Wait()
+				require.Equal(t, time.Hour.Nanoseconds(), s.sleepUntil.Load())
+				loops := s.loops.Load()
+
+				later, err := s.ScheduleOne(nop, 2*time.Hour)
+				require.NoError(t, err)
+				require.True(t, s.Reset(later, 3*time.Hour))
+				require.True(t, s.Reset(later, 90*time.Minute)) // earlier, but after the timer
+				synctest.Wait()
+				assert.Equal(t, loops, s.loops.Load(), "requests after the owner's timer woke it")
+				assert.Equal(t, 2, s.Len())
+
+				_, err = s.ScheduleOne(job, time.Minute)
+				require.NoError(t, err)
+				synctest.Wait()
+				assert.Greater(t, s.loops.Load(), loops, "a nearer deadline did not wake the owner")
+				assert.Equal(t, time.Minute.Nanoseconds(), s.sleepUntil.Load())
+				assert.Equal(t, 3, s.Stats().HeapEntries-s.Stats().Tombstones, "every request applied")
+
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				assert.Equal(t, time.Minute, <-fired)
+				assert.Equal(t, time.Hour, <-fired)
+			})
+		})
+	}
+}
+
+func nop() {}

@@ -576,7 +576,7 @@ func (h *harness) advance(d time.Duration) bool {
 
 func (h *harness) checkCounters() bool {
 	t, s, m := h.t, h.s, &h.m
-	st := s.Stats()
+	st := settledStats(s)
 	wantLive := m.live
 	if m.shut {
 		wantLive = 0

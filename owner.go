@@ -72,6 +72,23 @@ func (s *Scheduler) loop() {
 				armed = next
 			}
 		}
+		// Publish the wake-up time, then look at the inbox once more: a
+		// request that came after drainInbox either is seen here or sees
+		// sleepUntil (inbox.go). While requests keep coming, go round
+		// without publishing anything, so that callers reading sleepUntil
+		// do not fight the owner for its cache line.
+		if s.inboxWaiting() {
+			continue
+		}
+		wakeAt := armed // -1: no timer
+		if wakeAt < 0 {
+			wakeAt = never
+		}
+		s.sleepUntil.Store(wakeAt)
+		if s.inboxWaiting() {
+			s.sleepUntil.Store(0)
+			continue
+		}
 		select {
 		case <-s.quit:
 			timer.Stop()
@@ -83,7 +100,15 @@ func (s *Scheduler) loop() {
 			// be stale): runDue compares deadlines with the clock.
 			armed = -1
 		}
+		s.sleepUntil.Store(0)
 	}
+}
+
+// inboxWaiting reports whether requests wait in the inbox.
+func (s *Scheduler) inboxWaiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inbox) > 0
 }
 
 // drainInbox applies every queued request.
@@ -99,8 +124,16 @@ func (s *Scheduler) drainInbox() {
 	for _, o := range s.ops {
 		s.apply(o)
 	}
+	// A burst is over when 16 drains in a row used less than a sixteenth of
+	// a large buffer: give it back then, not at the first small drain, or a
+	// steady stream of requests would regrow it again and again.
 	if c := cap(s.ops); c > 4096 && len(s.ops) < c/16 {
-		s.ops = nil // a burst is over: give its buffer back
+		s.smallDrains++
+	} else {
+		s.smallDrains = 0
+	}
+	if s.smallDrains >= 16 {
+		s.ops, s.smallDrains = nil, 0
 	} else {
 		clear(s.ops)
 	}

@@ -33,15 +33,21 @@ type Scheduler struct {
 	inboxCap sync.Cond // signalled when the owner empties a full inbox
 	enqueued uint64    // ops ever appended to the inbox
 
+	// sleepUntil is written by the owner: while it sleeps, the deadline its
+	// timer is set for (never when none); 0 while it is awake. Callers read
+	// it to decide whether a request must wake the owner (inbox.go).
+	sleepUntil atomic.Int64
+
 	slab slab
 
 	// The owner goroutine's state (owner.go). Nothing else touches these.
-	heap     deadlineHeap
-	ops      []op     // the inbox being processed
-	freed    []uint32 // slots to free at the end of the loop iteration
-	dueNow   []due    // due tasks collected for the run queue
-	dueCount int      // due tasks collected in this loop iteration
-	retryAt  int64    // when to try again to start runs the pool refused; 0: none
+	heap        deadlineHeap
+	ops         []op     // the inbox being processed
+	smallDrains int      // drains in a row that used little of ops' capacity
+	freed       []uint32 // slots to free at the end of the loop iteration
+	dueNow      []due    // due tasks collected for the run queue
+	dueCount    int      // due tasks collected in this loop iteration
+	retryAt     int64    // when to try again to start runs the pool refused; 0: none
 
 	// wake holds a token when the owner has work: requests in its inbox,
 	// tombstones to reclaim, or runs to start.
@@ -251,7 +257,7 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 	s.live.Add(-1)
 	s.cancelled.Add(1)
 	if s.cfg.strategy == EagerCancel {
-		s.send(op{slot, id.gen(), opRemove})
+		s.send(op{slot, id.gen(), opRemove}, 0)
 		return true
 	}
 	// Lazy: the entry stays as a tombstone. Wake the owner when tombstones
@@ -302,7 +308,7 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	l.Unlock()
 	if when < wordWhen(w) {
 		// The entry may now be later than the task: tell the owner.
-		s.send(op{slot, id.gen(), opEarlier})
+		s.send(op{slot, id.gen(), opEarlier}, when)
 	}
 	return true
 }

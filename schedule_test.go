@@ -60,6 +60,16 @@ func advance(d time.Duration) {
 	synctest.Wait()
 }
 
+// settledStats returns s.Stats() once the owner has applied every request,
+// in a synctest bubble: the owner leaves requests for deadlines after its
+// next wake-up until then, and a first Stats call has it apply them.
+func settledStats(s *schedule.Scheduler) schedule.Stats {
+	synctest.Wait()
+	s.Stats()
+	synctest.Wait()
+	return s.Stats()
+}
+
 // recorder is a job that notes the fake time of each run, relative to the
 // moment the recorder was made.
 type recorder struct {
@@ -555,8 +565,7 @@ func TestStatsCountFiredCancelledAndHeapEntries(t *testing.T) {
 		for _, id := range ids[50:60] {
 			require.True(t, s.CancelTask(id))
 		}
-		synctest.Wait()
-		st := s.Stats()
+		st := settledStats(s)
 		assert.Equal(t, 90, st.Pending)
 		assert.Equal(t, uint64(10), st.Cancelled)
 		// 10 tombstones in 100 entries is under the quarter that triggers a
@@ -594,8 +603,7 @@ func TestTombstonesStayUnderAQuarterOfTheHeap(t *testing.T) {
 				require.NoError(t, err)
 				ids[d] = id
 			}
-			synctest.Wait()
-			st := s.Stats()
+			st := settledStats(s)
 			require.Equal(t, devices, st.Pending)
 			assert.LessOrEqual(t, st.HeapEntries, devices*5/4+1, "round %d", round)
 			advance(time.Second)
@@ -616,8 +624,7 @@ func TestMovingDeadlinesEarlierLeavesBoundedTombstones(t *testing.T) {
 		for i := range 10_000 {
 			require.True(t, s.Reset(id, time.Hour-time.Duration(i)*time.Millisecond))
 			if i%100 == 0 {
-				synctest.Wait()
-				assert.LessOrEqual(t, s.Stats().HeapEntries, (others+1)*5/4+1)
+				assert.LessOrEqual(t, settledStats(s).HeapEntries, (others+1)*5/4+1)
 			}
 		}
 		advance(time.Hour)

@@ -15,7 +15,10 @@ type Stats struct {
 	// Pending is the number of pending tasks, as returned by Len.
 	Pending int
 	// HeapEntries is the number of entries in the deadline heap: one per
-	// pending task, plus the tombstones.
+	// pending task, plus the tombstones. It counts only requests the owner
+	// goroutine has applied; the owner may leave requests for deadlines
+	// later than its next wake-up until then, and Stats wakes it to apply
+	// them, so that a later snapshot catches up.
 	HeapEntries int
 	// Tombstones is the number of dead entries the heap holds, left by lazy
 	// cancel and by moving deadlines earlier. Always 0 with EagerCancel.
@@ -90,6 +93,11 @@ func (s *Scheduler) Stats() Stats {
 	st.Tombstones = int(max(s.dead.Load(), 0))
 	st.Waiting, st.Running = s.runs.counts()
 	st.MaxLateness = time.Duration(s.maxLateness.Load())
+	if s.inboxWaiting() {
+		// HeapEntries lags requests the owner has not applied yet, which
+		// may wait for its next timer (inbox.go): have it apply them now.
+		s.wakeOwner()
+	}
 	return st
 }
 

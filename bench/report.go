@@ -402,7 +402,7 @@ func (r *report) runsOf(wl, im string) []runResult {
 
 // usesReset reports whether a workload re-arms with the native call.
 func usesReset(wl string) bool {
-	return strings.HasSuffix(wl, "-reset") || wl == "heartbeat-mixed"
+	return strings.HasSuffix(wl, "-reset") || wl == "heartbeat-mixed" || wl == "heartbeat-earlier"
 }
 
 // cell renders one figure: median, range and ratio to the runtime.

@@ -27,6 +27,7 @@ const (
 	burstFirstMs    = 1.0 // lateness of a burst's first job, ms
 	burstDrainRatio = 0.3 // burst drain, against time.AfterFunc's
 	lazyEntriesMax  = 1.25
+	resetCPURatio   = 0.7 // CPU per Reset in any direction, against Timer.Reset's
 
 	keyedRuntimeRatio = 0.7 // ns per keyed Beat, against mutex+map+Timer.Reset
 	keyedGozeroRatio  = 0.5 // ns per keyed Beat, against go-zero's MoveTimer
@@ -84,6 +85,10 @@ func (r *report) checkTargets() []targetCheck {
 		maxCheck("Reset allocs/heartbeat = 0", "heartbeat-reset", "allocs_hb", 0.01)
 		ratioCheck("Reset with mixed timeouts ns/heartbeat ≤ Timer.Reset", "heartbeat-mixed", "ns_hb", 1.0)
 		maxCheck("Reset with mixed timeouts allocs/heartbeat = 0", "heartbeat-mixed", "allocs_hb", 0.01)
+		for _, wl := range []string{"heartbeat-reset", "heartbeat-mixed", "heartbeat-earlier"} {
+			ratioCheck(fmt.Sprintf("%s: CPU per Reset ≤ %.1f× Timer.Reset's", wl, resetCPURatio), wl, "cpu_ns_hb", resetCPURatio)
+		}
+		maxCheck("Reset always earlier allocs/heartbeat = 0", "heartbeat-earlier", "allocs_hb", 0.01)
 		own, ok := r.get("heartbeat-reset", im, "ns_hb")
 		var slower []string
 		ahead := ok
@@ -115,6 +120,8 @@ func (r *report) checkTargets() []targetCheck {
 				"heartbeat-canceladd", "entries_per_live_peak", lazyEntriesMax)
 			maxCheck(fmt.Sprintf("heap entries ≤ %.2f× live, peak during mixed-timeout Reset", lazyEntriesMax),
 				"heartbeat-mixed", "entries_per_live_peak", lazyEntriesMax)
+			maxCheck(fmt.Sprintf("heap entries ≤ %.2f× live, peak during always-earlier Reset", lazyEntriesMax),
+				"heartbeat-earlier", "entries_per_live_peak", lazyEntriesMax)
 			// The handles are the same TaskID for both strategies, so the
 			// library's own bytes are compared.
 			e, eok := r.libBytes("heartbeat-canceladd", "eagercancel")

@@ -61,7 +61,7 @@ func registerWorkload(w workload) { workloads = append(workloads, w) }
 
 // workloadOrder is the order in which workloads run and are reported.
 var workloadOrder = []string{
-	"add", "heartbeat-reset", "heartbeat-mixed", "heartbeat-canceladd", "fire", "fire-dense", "burst",
+	"add", "heartbeat-reset", "heartbeat-mixed", "heartbeat-earlier", "heartbeat-canceladd", "fire", "fire-dense", "burst",
 	"parallel", "idle", "correct-reset", "correct-canceladd", "keyed-uint64", "keyed-string",
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -18,13 +19,28 @@ const (
 	// hbMixed re-arms with the native call and a timeout drawn afresh at
 	// every heartbeat, so deadlines move earlier about as often as later.
 	hbMixed
+	// hbEarlier re-arms with the native call and a timeout shorter than
+	// what is left of the device's deadline, so every heartbeat moves the
+	// deadline earlier.
+	hbEarlier
 	// hbCancelAdd cancels the device's timer and adds a new one.
 	hbCancelAdd
+)
+
+// Timeouts of the always-earlier mode: every device starts at
+// earlierFirst, and each of its heartbeats takes earlierStep off its
+// previous timeout, down to earlierFloor. The heartbeats take far less
+// than earlierStep, so each new deadline is earlier than the last one.
+const (
+	earlierFirst = 60 * time.Second
+	earlierStep  = 3 * time.Second
+	earlierFloor = 2 * time.Second
 )
 
 func init() {
 	hbColumns := []column{
 		{"ns_hb", "ns/heartbeat", "%.0f", true},
+		{"cpu_ns_hb", "CPU ns/heartbeat", "%.0f", true},
 		{"allocs_hb", "allocs/heartbeat", "%.2f", false},
 		{"bytes_device", "bytes/device (incl. handles)", "%.0f", true},
 		{"entries_per_live", "heap entries/live (end)", "%.3f", false},
@@ -32,7 +48,9 @@ func init() {
 	}
 	const what = "D devices, each with its own timeout drawn from 30–60 s, are armed; then H heartbeats on " +
 		"random devices each move that device's deadline to now+timeout. ns/heartbeat includes waiting " +
-		"until an asynchronous scheduler has applied them all. Bytes are live heap per device at the end, " +
+		"until an asynchronous scheduler has applied them all; CPU ns/heartbeat is the process's user+system " +
+		"CPU time over the same span, which counts work an implementation does on other goroutines (the " +
+		"owner of a go-schedule heap, the runtime's timer code) however many cores it spreads over. Bytes are live heap per device at the end, " +
 		"after GC, including the caller's handles (see the add table). Heap entries per live task are " +
 		"go-schedule's Stats().HeapEntries/Pending, at the end and at the peak of samples taken every 5 ms " +
 		"during the heartbeats. "
@@ -66,6 +84,19 @@ func init() {
 		},
 	})
 	registerWorkload(workload{
+		Name:  "heartbeat-earlier",
+		Title: "Heartbeat, native re-arm that always moves the deadline earlier",
+		What: what + "Instead of its own timeout, each heartbeat uses a timeout 3 s shorter than the " +
+			"device's previous one (from 60 s, down to 2 s), so every heartbeat moves the deadline earlier: " +
+			"the worst case for go-schedule, whose heap owner must then move the entry. The ratio is to " +
+			"time.Timer.Reset on the same sequence.",
+		Columns: hbColumns,
+		Skip:    noReset,
+		Run: func(im impl, c config, r *rand.Rand) (metrics, []string, error) {
+			return runHeartbeat(im, c, r, hbEarlier)
+		},
+	})
+	registerWorkload(workload{
 		Name:    "heartbeat-canceladd",
 		Title:   "Heartbeat as cancel + add",
 		What:    what + "Each heartbeat cancels the device's timer and adds a new one with the device's own timeout; the ratio is to time.AfterFunc+Stop.",
@@ -91,8 +122,19 @@ func runHeartbeat(im impl, c config, r *rand.Rand, mode hbMode) (metrics, []stri
 	// In the mixed mode every heartbeat has its own timeout, drawn up
 	// front so that drawing it is not timed.
 	var beatTimeouts []time.Duration
-	if mode == hbMixed {
+	switch mode {
+	case hbMixed:
 		beatTimeouts = farDelays(r, len(beats), 30*time.Second, 30*time.Second)
+	case hbEarlier:
+		for i := range timeouts {
+			timeouts[i] = earlierFirst
+		}
+		last := slices.Clone(timeouts)
+		beatTimeouts = make([]time.Duration, len(beats))
+		for k, b := range beats {
+			last[b] = max(last[b]-earlierStep, earlierFloor)
+			beatTimeouts[k] = last[b]
+		}
 	}
 
 	before, handles := countedPrepare(t, n)
@@ -131,6 +173,7 @@ func runHeartbeat(im impl, c config, r *rand.Rand, mode hbMode) (metrics, []stri
 	var failed int
 	var firstErr error
 	m0 := mallocs()
+	cpu0, cpuOK := cpuTime()
 	start := time.Now()
 	for k, b := range beats {
 		noteProgress(k)
@@ -138,7 +181,7 @@ func runHeartbeat(im impl, c config, r *rand.Rand, mode hbMode) (metrics, []stri
 		switch mode {
 		case hbReset:
 			err = t.Reset(i, timeouts[i])
-		case hbMixed:
+		case hbMixed, hbEarlier:
 			err = t.Reset(i, beatTimeouts[k])
 		case hbCancelAdd:
 			t.Cancel(i)
@@ -156,6 +199,7 @@ func runHeartbeat(im impl, c config, r *rand.Rand, mode hbMode) (metrics, []stri
 		return nil, nil, err
 	}
 	elapsed := time.Since(start)
+	cpu1, _ := cpuTime()
 	m1 := mallocs()
 	close(stopSampling)
 	<-sampled
@@ -171,6 +215,9 @@ func runHeartbeat(im impl, c config, r *rand.Rand, mode hbMode) (metrics, []stri
 		"bytes_device": perItem(after.heapAlloc, before.heapAlloc, n),
 		"handle_bytes": handles,
 		"failed_ops":   float64(failed),
+	}
+	if cpuOK {
+		m["cpu_ns_hb"] = float64((cpu1 - cpu0).Nanoseconds()) / float64(len(beats))
 	}
 	var notes []string
 	if st, ok := schedStats(t); ok {
