@@ -21,24 +21,40 @@ import (
 // without holding up scheduling. Callers reach the owner through a batched
 // inbox (inbox.go), and postponing a deadline needs no message at all.
 type Scheduler struct {
-	cfg     config
-	workers int
-	epoch   time.Time // deadlines are nanoseconds since epoch (monotonic)
-	closed  atomic.Bool
+	// Fields are grouped by who writes them, with a cache line between
+	// groups, so that a write on one path does not evict what another path
+	// only reads: every call reads the first group, adds write the second,
+	// the owner the third, runs the fourth (see docs/scaling.md).
+
+	// Set by New; closed once, by Shutdown. Read by every call.
+	cfg       config
+	workers   int
+	epoch     time.Time // deadlines are nanoseconds since epoch (monotonic)
+	closed    atomic.Bool
+	pool      *ants.Pool
+	runFn     func() // s.run, made once so that submitting a run allocates nothing
+	wake      chan struct{}
+	quit      chan struct{}
+	ownerDone chan struct{}
+	poolDone  chan struct{}
+	stopOnce  sync.Once
+	_         cacheLinePad
 
 	// mu guards closed's transitions, the inbox, enqueued and the slab's
-	// allocator.
+	// allocator; every add and every request for the owner takes it.
 	mu       sync.Mutex
 	inbox    []op      // requests for the owner, in arrival order
 	inboxCap sync.Cond // signalled when the owner empties a full inbox
 	enqueued uint64    // ops ever appended to the inbox
+	_        cacheLinePad
+
+	slab slab
 
 	// sleepUntil is written by the owner: while it sleeps, the deadline its
 	// timer is set for (never when none); 0 while it is awake. Callers read
 	// it to decide whether a request must wake the owner (inbox.go).
 	sleepUntil atomic.Int64
-
-	slab slab
+	_          cacheLinePad
 
 	// The owner goroutine's state (owner.go). Nothing else touches these.
 	heap        deadlineHeap
@@ -48,42 +64,37 @@ type Scheduler struct {
 	dueNow      []due    // due tasks collected for the run queue
 	dueCount    int      // due tasks collected in this loop iteration
 	retryAt     int64    // when to try again to start runs the pool refused; 0: none
+	// Published by the owner at the end of each loop iteration.
+	heapLen   atomic.Int64
+	processed atomic.Uint64 // ops the owner has finished
+	loops     atomic.Uint64 // loop iterations completed
+	skipped   atomic.Uint64
+	_         cacheLinePad
 
-	// wake holds a token when the owner has work: requests in its inbox,
-	// tombstones to reclaim, or runs to start.
-	wake chan struct{}
-	// quit is closed by Shutdown; the owner then drops what is pending and
-	// exits, closing ownerDone.
-	quit      chan struct{}
-	ownerDone chan struct{}
-	stopOnce  sync.Once
-	// poolDone is closed once a pool created by New has been released and
-	// every one of its goroutines has exited (nil with WithPool).
-	poolDone chan struct{}
+	runs runQueue // due jobs and the drain runs that take them (fire.go)
+	_    cacheLinePad
 
-	runs  runQueue // due jobs and the drain runs that take them (fire.go)
-	pool  *ants.Pool
-	runFn func() // s.run, made once so that submitting a run allocates nothing
+	// Counters written by callers (and by the owner or runs as tasks end).
+	live      atomic.Int64 // pending tasks (Len)
+	dead      atomic.Int64 // lazy: tombstones in the heap or on their way
+	scheduled atomic.Uint64
+	cancelled atomic.Uint64
+	_         cacheLinePad
 
-	// Counters, updated atomically by whoever observes the event.
-	live        atomic.Int64 // pending tasks (Len)
-	dead        atomic.Int64 // lazy: tombstones in the heap or on their way
-	scheduled   atomic.Uint64
-	cancelled   atomic.Uint64
-	dropped     atomic.Uint64
+	// Counters written by runs as jobs start and end.
 	fired       atomic.Uint64
-	skipped     atomic.Uint64
 	panics      atomic.Uint64
+	dropped     atomic.Uint64
 	maxLateness atomic.Int64
 	// recentLateness is the largest lateness since TakeMaxLateness last
 	// swapped it out; lateness counts starts by lateness bucket.
 	recentLateness atomic.Int64
 	lateness       [len(LatenessBounds) + 1]atomic.Uint64
-	// Published by the owner at the end of each loop iteration.
-	heapLen   atomic.Int64
-	processed atomic.Uint64 // ops the owner has finished
-	loops     atomic.Uint64 // loop iterations completed
 }
+
+// cacheLinePad keeps the fields after it off the cache line of those
+// before it.
+type cacheLinePad [64]byte
 
 // poolSpare is how many more workers New's pool has than jobs may run.
 const poolSpare = 2

@@ -26,10 +26,15 @@ import (
 // with a random key, so the low half of a foreign ID decodes to a slot of
 // this slab with probability about used/2^32, and its generation then
 // matches with probability 2^-32.
+//
+// There are 256 stripe locks (16 KiB): callers on different cores seldom
+// want the same one at once. With 64, goroutines re-arming their own tasks
+// on two cores met on a stripe often enough to double the CPU per Reset at
+// 32 goroutines (BenchmarkParallelReset).
 const (
 	chunkBits   = 10
 	chunkSize   = 1 << chunkBits
-	stripeCount = 64
+	stripeCount = 256
 )
 
 type chunk [chunkSize]task
@@ -46,15 +51,18 @@ type slab struct {
 	// grows, under the Scheduler's mu; anyone may load it.
 	dir atomic.Pointer[[]*chunk]
 
-	// used and free are guarded by the Scheduler's mu. used is the number of
-	// slots ever handed out; free holds slots ready for reuse.
-	used uint32
-	free []uint32
-
 	// base and key scramble IDs (see above). Set once by init, before the
 	// slab is shared; read-only afterwards.
 	base uint32
 	key  uint32
+	_    cacheLinePad
+
+	// used and free are guarded by the Scheduler's mu, and written by every
+	// add: they sit apart from dir and base, which every call reads. used is
+	// the number of slots ever handed out; free holds slots ready for reuse.
+	used uint32
+	free []uint32
+	_    cacheLinePad
 
 	stripes [stripeCount]stripe
 }
