@@ -7,12 +7,18 @@ import "time"
 // Benchmarks use it so that what they measure includes the owner's work.
 // Inside a synctest bubble use synctest.Wait instead.
 func (s *Scheduler) Settle() {
-	s.mu.Lock()
-	n := s.enqueued
-	s.mu.Unlock()
+	var n [laneCount]uint64
+	for i := range s.lanes {
+		l := &s.lanes[i]
+		l.mu.Lock()
+		n[i] = l.enqueued
+		l.mu.Unlock()
+	}
 	s.wakeOwner()
-	for s.processed.Load() < n && !s.closed.Load() {
-		time.Sleep(20 * time.Microsecond)
+	for i := range s.lanes {
+		for s.lanes[i].processed.Load() < n[i] && !s.closed.Load() {
+			time.Sleep(20 * time.Microsecond)
+		}
 	}
 	l := s.loops.Load()
 	s.wakeOwner()

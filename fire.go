@@ -334,9 +334,7 @@ func (s *Scheduler) flushFreed(fb *freeBatch) {
 	if fb.n == 0 {
 		return
 	}
-	s.mu.Lock()
-	s.slab.free = append(s.slab.free, fb.slots[:fb.n]...)
-	s.mu.Unlock()
+	s.release(fb.slots[:fb.n])
 	fb.n = 0
 }
 

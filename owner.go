@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"errors"
+	"math/bits"
 	"time"
 
 	"github.com/panjf2000/ants/v2"
@@ -105,39 +106,40 @@ func (s *Scheduler) loop() {
 }
 
 // inboxWaiting reports whether requests wait in the inbox.
-func (s *Scheduler) inboxWaiting() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.inbox) > 0
-}
+func (s *Scheduler) inboxWaiting() bool { return s.busyLanes.Load() != 0 }
 
-// drainInbox applies every queued request.
+// drainInbox applies every queued request, lane after lane.
 func (s *Scheduler) drainInbox() {
-	s.mu.Lock()
-	full := len(s.inbox) >= maxInbox
-	s.ops, s.inbox = s.inbox, s.ops[:0]
-	n := s.enqueued
-	if full {
-		s.inboxCap.Broadcast()
+	for busy := s.busyLanes.Load(); busy != 0; busy &= busy - 1 {
+		l := &s.lanes[bits.TrailingZeros32(busy)]
+		l.mu.Lock()
+		s.busyLanes.And(^l.bit)
+		full := len(l.ops) >= laneMax
+		s.ops, l.ops = l.ops, s.ops[:0]
+		n := l.enqueued
+		if full {
+			l.room.Broadcast()
+		}
+		l.mu.Unlock()
+		for _, o := range s.ops {
+			s.apply(o)
+		}
+		// A burst is over when 16 drains in a row used less than a
+		// sixteenth of a large buffer: give it back then, not at the first
+		// small drain, or a steady stream of requests would regrow it again
+		// and again.
+		if c := cap(s.ops); c > 4096 && len(s.ops) < c/16 {
+			s.smallDrains++
+		} else {
+			s.smallDrains = 0
+		}
+		if s.smallDrains >= 16 {
+			s.ops, s.smallDrains = nil, 0
+		} else {
+			clear(s.ops)
+		}
+		l.processed.Store(n)
 	}
-	s.mu.Unlock()
-	for _, o := range s.ops {
-		s.apply(o)
-	}
-	// A burst is over when 16 drains in a row used less than a sixteenth of
-	// a large buffer: give it back then, not at the first small drain, or a
-	// steady stream of requests would regrow it again and again.
-	if c := cap(s.ops); c > 4096 && len(s.ops) < c/16 {
-		s.smallDrains++
-	} else {
-		s.smallDrains = 0
-	}
-	if s.smallDrains >= 16 {
-		s.ops, s.smallDrains = nil, 0
-	} else {
-		clear(s.ops)
-	}
-	s.processed.Store(n)
 }
 
 func (s *Scheduler) apply(o op) {
@@ -336,8 +338,8 @@ func (s *Scheduler) flush() {
 	s.loops.Add(1)
 }
 
-// freeSlots retires the given slots and returns the reusable ones to the
-// allocator under one lock. It may reorder slots.
+// freeSlots retires the given slots and returns the reusable ones to their
+// lanes' allocators, under one lock per lane. It may reorder slots.
 func (s *Scheduler) freeSlots(slots []uint32) {
 	reusable := slots[:0]
 	for _, slot := range slots {
@@ -345,12 +347,7 @@ func (s *Scheduler) freeSlots(slots []uint32) {
 			reusable = append(reusable, slot)
 		}
 	}
-	if len(reusable) == 0 {
-		return
-	}
-	s.mu.Lock()
-	s.slab.free = append(s.slab.free, reusable...)
-	s.mu.Unlock()
+	s.release(reusable)
 }
 
 // tooManyTombstones reports whether tombstones exceed a quarter of the live

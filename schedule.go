@@ -40,13 +40,10 @@ type Scheduler struct {
 	stopOnce  sync.Once
 	_         cacheLinePad
 
-	// mu guards closed's transitions, the inbox, enqueued and the slab's
-	// allocator; every add and every request for the owner takes it.
-	mu       sync.Mutex
-	inbox    []op      // requests for the owner, in arrival order
-	inboxCap sync.Cond // signalled when the owner empties a full inbox
-	enqueued uint64    // ops ever appended to the inbox
-	_        cacheLinePad
+	// The inbox lanes, each with the slot allocator of its chunks
+	// (inbox.go); every add and every request for the owner takes the lock
+	// of one lane.
+	lanes [laneCount]lane
 
 	slab slab
 
@@ -54,22 +51,23 @@ type Scheduler struct {
 	// timer is set for (never when none); 0 while it is awake. Callers read
 	// it to decide whether a request must wake the owner (inbox.go).
 	sleepUntil atomic.Int64
-	_          cacheLinePad
+	// busyLanes has bit k set while lane k holds requests (inbox.go).
+	busyLanes atomic.Uint32
+	_         cacheLinePad
 
 	// The owner goroutine's state (owner.go). Nothing else touches these.
 	heap        deadlineHeap
-	ops         []op     // the inbox being processed
+	ops         []op     // the lane being processed
 	smallDrains int      // drains in a row that used little of ops' capacity
 	freed       []uint32 // slots to free at the end of the loop iteration
 	dueNow      []due    // due tasks collected for the run queue
 	dueCount    int      // due tasks collected in this loop iteration
 	retryAt     int64    // when to try again to start runs the pool refused; 0: none
 	// Published by the owner at the end of each loop iteration.
-	heapLen   atomic.Int64
-	processed atomic.Uint64 // ops the owner has finished
-	loops     atomic.Uint64 // loop iterations completed
-	skipped   atomic.Uint64
-	_         cacheLinePad
+	heapLen atomic.Int64
+	loops   atomic.Uint64 // loop iterations completed
+	skipped atomic.Uint64
+	_       cacheLinePad
 
 	runs runQueue // due jobs and the drain runs that take them (fire.go)
 	_    cacheLinePad
@@ -148,7 +146,7 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 		s.heap.index = &s.slab
 	}
 	s.slab.init(rand.Uint64)
-	s.inboxCap.L = &s.mu
+	s.initLanes()
 	s.runs.init(s.workers)
 	s.runFn = s.run
 	go s.loop()
@@ -373,10 +371,7 @@ func (s *Scheduler) ShutdownContext(ctx context.Context) error {
 // the first call does anything; later and concurrent ones wait for it.
 func (s *Scheduler) stop() {
 	s.stopOnce.Do(func() {
-		s.mu.Lock()
-		s.closed.Store(true)
-		s.inboxCap.Broadcast()
-		s.mu.Unlock()
+		s.closeLanes()
 		close(s.quit)
 		<-s.ownerDone
 		// The owner has dropped what was pending and queues nothing more:

@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -48,8 +47,8 @@ type stripe struct {
 
 type slab struct {
 	// dir holds the chunks. It is replaced (never modified in place) when it
-	// grows, under the Scheduler's mu; anyone may load it.
-	dir atomic.Pointer[[]*chunk]
+	// grows, under grow; anyone may load it.
+	dir atomic.Pointer[directory]
 
 	// base and key scramble IDs (see above). Set once by init, before the
 	// slab is shared; read-only afterwards.
@@ -57,14 +56,19 @@ type slab struct {
 	key  uint32
 	_    cacheLinePad
 
-	// used and free are guarded by the Scheduler's mu, and written by every
-	// add: they sit apart from dir and base, which every call reads. used is
-	// the number of slots ever handed out; free holds slots ready for reuse.
-	used uint32
-	free []uint32
+	// grow serializes the lanes adding chunks.
+	grow sync.Mutex
 	_    cacheLinePad
 
 	stripes [stripeCount]stripe
+}
+
+// directory lists the chunks, and the inbox lane whose allocator hands out
+// each chunk's slots (inbox.go). A lane owns the chunks it added, so the
+// slots it hands out never need another lane's lock.
+type directory struct {
+	chunks []*chunk
+	lanes  []uint8
 }
 
 // init draws the slab's ID scrambling. r must return uniformly random
@@ -88,7 +92,13 @@ func (sl *slab) slotOf(id TaskID) uint32 { return uint32(id) ^ sl.key }
 
 // at returns the task in slot, which must have been allocated.
 func (sl *slab) at(slot uint32) *task {
-	return &(*sl.dir.Load())[slot>>chunkBits][slot&(chunkSize-1)]
+	return &sl.dir.Load().chunks[slot>>chunkBits][slot&(chunkSize-1)]
+}
+
+// laneOf returns the lane whose allocator owns slot, which must have been
+// allocated.
+func (sl *slab) laneOf(slot uint32) uint8 {
+	return sl.dir.Load().lanes[slot>>chunkBits]
 }
 
 // lookup returns the task that id names, or nil when id cannot name a task
@@ -104,49 +114,63 @@ func (sl *slab) lookup(id TaskID) *task {
 	}
 	slot := sl.slotOf(id)
 	c := slot >> chunkBits
-	if c >= uint32(len(*dir)) {
+	if c >= uint32(len(dir.chunks)) {
 		return nil
 	}
-	return &(*dir)[c][slot&(chunkSize-1)]
+	return &dir.chunks[c][slot&(chunkSize-1)]
 }
 
 func (sl *slab) stripe(slot uint32) *sync.Mutex {
 	return &sl.stripes[slot%stripeCount].Mutex
 }
 
-// alloc hands out a slot. It must be called with the Scheduler's mu held.
-// It reports false when every slot is in use, which needs 2^32 live tasks.
-func (sl *slab) alloc() (uint32, *task, bool) {
-	if n := len(sl.free); n > 0 {
-		slot := sl.free[n-1]
-		sl.free = sl.free[:n-1]
+// alloc hands out a slot from the allocator of lane l, number k, adding a
+// chunk for it when it has none left. l.mu must be held. It reports false
+// when every slot is in use, which needs 2^32 tasks.
+func (sl *slab) alloc(l *lane, k uint8) (uint32, *task, bool) {
+	if n := len(l.free); n > 0 {
+		slot := l.free[n-1]
+		l.free = l.free[:n-1]
 		return slot, sl.at(slot), true
 	}
-	if sl.used == math.MaxUint32 {
-		return 0, nil, false
+	if l.left == 0 {
+		c, ok := sl.addChunk(k)
+		if !ok {
+			return 0, nil, false
+		}
+		l.next, l.left = c<<chunkBits, chunkSize
 	}
-	slot := sl.used
-	if slot&(chunkSize-1) == 0 {
-		sl.grow()
+	slot := l.next
+	l.left--
+	if l.left > 0 {
+		l.next++ // never past the chunk, so never wrapping to 0
 	}
-	sl.used++
 	t := sl.at(slot)
 	t.gen.Store(sl.base)
 	return slot, t, true
 }
 
-// grow adds a chunk. It must be called with the Scheduler's mu held.
+// addChunk adds a chunk for lane k and returns its index; false when the
+// slab holds the most chunks slot numbers can name.
 //
-// Appending may write into the spare capacity of the array that readers are
-// using; that is safe because readers only index below the length of the
-// header they loaded, and the new header is published after the write.
-func (sl *slab) grow() {
-	var dir []*chunk
+// Appending may write into the spare capacity of the arrays that readers
+// are using; that is safe because readers only index below the lengths of
+// the directory they loaded, and the new one is published after the write.
+func (sl *slab) addChunk(k uint8) (uint32, bool) {
+	sl.grow.Lock()
+	defer sl.grow.Unlock()
+	var dir directory
 	if old := sl.dir.Load(); old != nil {
 		dir = *old
 	}
-	dir = append(dir, new(chunk))
+	c := len(dir.chunks)
+	if c == 1<<(32-chunkBits) {
+		return 0, false
+	}
+	dir.chunks = append(dir.chunks, new(chunk))
+	dir.lanes = append(dir.lanes, k)
 	sl.dir.Store(&dir)
+	return uint32(c), true
 }
 
 // retire ends the life of the task in slot: it drops the job so that the
