@@ -1,0 +1,103 @@
+package schedule
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// BenchmarkOwner measures the owner goroutine alone: the test plays the
+// owner (see bare), queues requests with the timer stopped, and times only
+// the owner applying them, on a heap of 1,000,000 pending tasks with random
+// deadlines, touched in random order. ns/op is the owner's CPU per
+// operation, so owner-ops/s, 1e9/(ns/op), is the most one owner can take
+// however many cores feed it: the ceilings in docs/scaling.md.
+//
+//	go test -run '^$' -bench Owner -count 6
+func BenchmarkOwner(b *testing.B) {
+	const pending, batch = 1_000_000, 4096
+	r := rand.New(rand.NewPCG(1, 2))
+	// A random deadline in the hour after an hour from now.
+	delay := func() time.Duration { return time.Hour + time.Duration(r.Int64N(int64(time.Hour))) }
+	for _, strategy := range []CancelStrategy{LazyCancel, EagerCancel} {
+		// setup returns a scheduler holding pending tasks, with their IDs
+		// and delays.
+		setup := func(b *testing.B) (*Scheduler, []TaskID, []time.Duration) {
+			s := bare(strategy)
+			ids := make([]TaskID, pending)
+			delays := make([]time.Duration, pending)
+			for i := range pending {
+				delays[i] = delay()
+				var err error
+				if ids[i], err = s.ScheduleOne(nop, delays[i]); err != nil {
+					b.Fatal(err)
+				}
+				if i%batch == 0 {
+					s.step(s.now()) // a lane holds at most laneMax requests
+				}
+			}
+			s.step(s.now())
+			return s, ids, delays
+		}
+		// run times the owner applying b.N operations that queue makes,
+		// batch by batch.
+		run := func(b *testing.B, s *Scheduler, queue func()) {
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done := 0; done < b.N; done += batch {
+				b.StopTimer()
+				for range min(batch, b.N-done) {
+					queue()
+				}
+				b.StartTimer()
+				s.step(s.now())
+			}
+			b.StopTimer()
+			b.ReportMetric(1e9*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "owner-ops/s")
+		}
+		b.Run(fmt.Sprintf("add/%v", strategy), func(b *testing.B) {
+			s, _, _ := setup(b)
+			run(b, s, func() { s.ScheduleOne(nop, delay()) })
+		})
+		// A pair is two requests with eager cancel (remove, add) and one
+		// with lazy (add; the cancel leaves a tombstone for rebuilds, which
+		// are timed).
+		b.Run(fmt.Sprintf("cancel+add/%v", strategy), func(b *testing.B) {
+			s, ids, _ := setup(b)
+			run(b, s, func() {
+				k := r.IntN(pending)
+				s.CancelTask(ids[k])
+				ids[k], _ = s.ScheduleOne(nop, delay())
+			})
+		})
+		// Each Reset moves a random task's deadline to half as far past an
+		// hour from now as it was.
+		b.Run(fmt.Sprintf("reset-earlier/%v", strategy), func(b *testing.B) {
+			s, ids, delays := setup(b)
+			run(b, s, func() {
+				k := r.IntN(pending)
+				delays[k] = time.Hour + (delays[k]-time.Hour)/2
+				s.Reset(ids[k], delays[k])
+			})
+		})
+		b.Run(fmt.Sprintf("fire/%v", strategy), func(b *testing.B) {
+			s, _, _ := setup(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done := 0; done < b.N; done += batch {
+				b.StopTimer()
+				for range min(batch, b.N-done) {
+					s.ScheduleOne(nop, 0)
+				}
+				s.drainInbox()
+				b.StartTimer()
+				s.runDue(s.now()) // pop each due task and hand it to the run queue
+				s.flush()
+				b.StopTimer()
+				s.dropDue(s.runs.takeAll(false)) // what runs would do, untimed
+			}
+			b.ReportMetric(1e9*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "owner-ops/s")
+		})
+	}
+}
