@@ -76,9 +76,14 @@ type lane struct {
 	enqueued uint64    // ops ever appended
 
 	// The allocator (slab.go): free holds the lane's slots ready for reuse;
-	// the left slots from next on, in its newest chunk, were never used.
+	// the left slots from next on, in its newest chunk, were never used, and
+	// start at generation gen. chunks counts the chunks the lane owns, empty
+	// those whose slots are all in free.
 	free       []uint32
 	next, left uint32
+	gen        uint32
+	chunks     int
+	empty      int
 
 	processed atomic.Uint64 // ops the owner has applied; written by the owner
 	bit       uint32        // the lane's bit in Scheduler.busyLanes
@@ -203,10 +208,73 @@ func (s *Scheduler) release(slots []uint32) {
 		}
 		l := &s.lanes[k]
 		l.mu.Lock()
+		for _, slot := range slots[:n] {
+			ch := s.slab.chunkOf(slot)
+			ch.free++
+			if ch.free == chunkSize {
+				l.empty++
+			}
+		}
 		l.free = append(l.free, slots[:n]...)
+		trim := l.wantsTrim()
 		l.mu.Unlock()
+		if trim && s.trimLanes.Or(l.bit)&l.bit == 0 {
+			s.wakeOwner()
+		}
 		slots = slots[n:]
 	}
+}
+
+// wantsTrim reports whether lane l holds enough chunks with every slot free
+// to give them back: at least two, and a quarter of its chunks. Once a
+// spike's tasks are gone, the lane keeps one such chunk and the one it is
+// handing out, and the pass over the free list is paid for by the chunks it
+// gives back. l.mu must be held.
+func (l *lane) wantsTrim() bool { return l.empty >= 2 && 4*l.empty >= l.chunks }
+
+// trim gives back every chunk of lane l whose slots are all free but one,
+// kept for the next adds, and lets go of most of a free list that has
+// shrunk. Only the owner calls it, and with lazy cancel only when the heap
+// holds no tombstone: a tombstone may name a free slot, and must never
+// reach a chunk given back (owner.go). l.mu must be held.
+func (s *Scheduler) trim(l *lane) {
+	const (
+		reserve = -chunkSize // marks the chunk kept
+		leaving = -1         // marks the chunks given back
+	)
+	var gone []uint32
+	kept := (*chunk)(nil)
+	for _, slot := range l.free {
+		ch := s.slab.chunkOf(slot)
+		if ch.free != chunkSize {
+			continue
+		}
+		if kept == nil {
+			kept, ch.free = ch, reserve
+			continue
+		}
+		ch.free = leaving
+		gone = append(gone, slot>>chunkBits)
+	}
+	n := 0
+	for _, slot := range l.free {
+		if s.slab.chunkOf(slot).free != leaving {
+			l.free[n] = slot
+			n++
+		}
+	}
+	l.free = l.free[:n]
+	if cap(l.free) > 4096 && n < cap(l.free)/4 {
+		l.free = append(make([]uint32, 0, 2*n), l.free...)
+	}
+	if kept != nil {
+		kept.free = chunkSize
+	}
+	for _, c := range gone {
+		s.slab.giveBack(c)
+	}
+	l.chunks -= len(gone)
+	l.empty -= len(gone)
 }
 
 // closeLanes marks the scheduler closed for every lane: once it returns,

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -49,6 +50,7 @@ func (s *Scheduler) step(now int64) {
 		s.compact()
 	}
 	s.flush()
+	s.giveBackChunks()
 }
 
 // checkHeap verifies the heap order and, when the heap is indexed, that
@@ -290,3 +292,138 @@ func TestRequestsWakeTheOwnerOnlyWhenTheyCannotWait(t *testing.T) {
 }
 
 func nop() {}
+
+// liveChunks counts the slab's chunks that have not been given back.
+func liveChunks(s *Scheduler) int {
+	n := 0
+	if dir := s.slab.dir.Load(); dir != nil {
+		for i := range dir.chunks {
+			if dir.chunks[i].Load() != nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestChunksAreGivenBackAfterACancelSpike cancels every task of a spike and
+// checks that the slab gives its chunks back, that no ID of the spike names
+// a task afterwards, and that the tasks of a second spike, in reused chunk
+// indices, get IDs never seen before.
+func TestChunksAreGivenBackAfterACancelSpike(t *testing.T) {
+	for _, strategy := range []CancelStrategy{LazyCancel, EagerCancel} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			s := bare(strategy)
+			const n = 256 * chunkSize
+			seen := make(map[TaskID]bool, 2*n)
+			spike := func() []TaskID {
+				ids := make([]TaskID, n)
+				for i := range ids {
+					id, err := s.ScheduleOne(nop, time.Hour+time.Duration(i))
+					require.NoError(t, err)
+					require.False(t, seen[id], "ID %#x handed out twice", id)
+					seen[id] = true
+					ids[i] = id
+					if i%4096 == 0 {
+						s.step(s.now()) // a lane holds at most laneMax requests
+					}
+				}
+				s.step(s.now())
+				return ids
+			}
+			first := spike()
+			peak := liveChunks(s)
+			require.GreaterOrEqual(t, peak, 256)
+			for i, id := range first {
+				require.True(t, s.CancelTask(id))
+				if i%4096 == 0 {
+					s.step(s.now())
+				}
+			}
+			s.step(s.now())
+			s.step(s.now())
+			assert.LessOrEqual(t, liveChunks(s), peak/10, "chunks kept after the spike")
+			for _, id := range first {
+				assert.False(t, s.CancelTask(id))
+				assert.False(t, s.Reset(id, time.Second))
+			}
+
+			second := spike() // reuses the indices given back
+			assert.Equal(t, n, s.Len())
+			for _, id := range second {
+				require.True(t, s.Reset(id, 2*time.Hour), "a task of the second spike")
+			}
+			for _, id := range first {
+				assert.False(t, s.CancelTask(id), "an ID of the first spike names a task of the second")
+			}
+		})
+	}
+}
+
+// TestChunksAreGivenBackAfterAFiringSpike runs every task of a spike on a
+// running scheduler and waits, in real time with a generous limit, for the
+// slab to give its chunks back.
+func TestChunksAreGivenBackAfterAFiringSpike(t *testing.T) {
+	for _, strategy := range []CancelStrategy{LazyCancel, EagerCancel} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			s, err := New(4, WithCancelStrategy(strategy))
+			require.NoError(t, err)
+			defer s.Shutdown()
+			const n = 256 * chunkSize
+			var ran atomic.Int64
+			start := time.Now()
+			for range n {
+				// Due once all are scheduled, so that no slot is reused.
+				_, err := s.ScheduleOne(func() { ran.Add(1) }, time.Second-time.Since(start))
+				require.NoError(t, err)
+			}
+			peak := liveChunks(s)
+			require.GreaterOrEqual(t, peak, 256)
+			deadline := time.Now().Add(30 * time.Second)
+			for (ran.Load() < n || liveChunks(s) > peak/10) && time.Now().Before(deadline) {
+				s.Settle()
+				time.Sleep(time.Millisecond)
+			}
+			assert.Equal(t, int64(n), ran.Load())
+			assert.LessOrEqual(t, liveChunks(s), peak/10, "chunks kept after the spike")
+		})
+	}
+}
+
+// TestTombstonesNeverReachAChunkGivenBack fires lazy tasks whose earlier
+// deadlines left tombstones behind, so that the tombstones name free slots,
+// and checks that the chunks are given back only once the tombstones are
+// gone: the later steps, which would pop them, must find their chunks.
+func TestTombstonesNeverReachAChunkGivenBack(t *testing.T) {
+	s := bare(LazyCancel)
+	const n = 64 * chunkSize
+	ids := make([]TaskID, n)
+	for i := range ids {
+		var err error
+		ids[i], err = s.ScheduleOne(nop, 2*time.Hour)
+		require.NoError(t, err)
+		if i%4096 == 0 {
+			s.step(s.now())
+		}
+	}
+	s.step(s.now())
+	peak := liveChunks(s)
+	for i, id := range ids {
+		require.True(t, s.Reset(id, time.Hour)) // the 2 h entries become tombstones
+		if i%4096 == 0 {
+			s.step(s.now())
+		}
+	}
+	s.step(s.now())
+	require.Positive(t, s.dead.Load(), "tombstones in the heap")
+
+	at := s.now() + int64(time.Hour)
+	s.step(at)                       // every task comes due...
+	s.dropDue(s.runs.takeAll(false)) // ...and its run ends, freeing its slot
+	s.step(at)                       // the chunks go, and the tombstones first
+	assert.Zero(t, s.dead.Load())
+	assert.Zero(t, s.heap.len())
+	assert.Less(t, liveChunks(s), peak, "no chunk given back")
+	assert.LessOrEqual(t, liveChunks(s), 2*laneCount)
+	s.step(at + int64(2*time.Hour)) // nothing left to pop
+}

@@ -45,6 +45,7 @@ func (s *Scheduler) loop() {
 			s.compact()
 		}
 		s.flush()
+		s.giveBackChunks()
 		if s.retryAt == 0 || now >= s.retryAt {
 			s.retryAt = 0
 			if s.startRuns() {
@@ -143,7 +144,11 @@ func (s *Scheduler) drainInbox() {
 }
 
 func (s *Scheduler) apply(o op) {
-	t := s.slab.at(o.slot)
+	ch := s.slab.chunkOf(o.slot)
+	if ch == nil {
+		return // the task is gone, and its chunk given back
+	}
+	t := &ch.tasks[o.slot&(chunkSize-1)]
 	if t.gen.Load() != o.gen {
 		return // the task is gone and its slot reused
 	}
@@ -332,6 +337,9 @@ func (s *Scheduler) flush() {
 	if len(s.freed) > 0 {
 		s.freeSlots(s.freed)
 		s.freed = s.freed[:0]
+		if cap(s.freed) > 4096 {
+			s.freed = nil // after a rebuild that dropped many: give it back
+		}
 	}
 	s.handOver()
 	s.heapLen.Store(int64(s.heap.len()))
@@ -348,6 +356,34 @@ func (s *Scheduler) freeSlots(slots []uint32) {
 		}
 	}
 	s.release(reusable)
+}
+
+// giveBackChunks has the lanes that asked for it give back their chunks
+// whose slots are all free (lane.trim in inbox.go). With lazy cancel it
+// first rebuilds the heap if it holds tombstones: a tombstone may outlive
+// its task and name a free slot, and is looked up when it reaches the top
+// or a rebuild drops it, so its chunk must still be there then. Tombstones
+// that name free slots are made by the owner alone (it drops a task whose
+// earlier entry is still in the heap), so none appears while it trims. The
+// rebuild is paid for by the chunks given back: a lane asks only once a
+// quarter of its chunks have every slot free.
+func (s *Scheduler) giveBackChunks() {
+	want := s.trimLanes.Load()
+	if want == 0 {
+		return
+	}
+	if s.cfg.strategy == LazyCancel && s.dead.Load() != 0 {
+		s.compact()
+	}
+	for ; want != 0; want &= want - 1 {
+		l := &s.lanes[bits.TrailingZeros32(want)]
+		s.trimLanes.And(^l.bit)
+		l.mu.Lock()
+		if l.wantsTrim() {
+			s.trim(l)
+		}
+		l.mu.Unlock()
+	}
 }
 
 // tooManyTombstones reports whether tombstones exceed a quarter of the live

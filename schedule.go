@@ -51,8 +51,10 @@ type Scheduler struct {
 	// timer is set for (never when none); 0 while it is awake. Callers read
 	// it to decide whether a request must wake the owner (inbox.go).
 	sleepUntil atomic.Int64
-	// busyLanes has bit k set while lane k holds requests (inbox.go).
+	// busyLanes has bit k set while lane k holds requests; trimLanes while
+	// it has chunks to give back (inbox.go).
 	busyLanes atomic.Uint32
+	trimLanes atomic.Uint32
 	_         cacheLinePad
 
 	// The owner goroutine's state (owner.go). Nothing else touches these.

@@ -10,12 +10,11 @@ import (
 // two array indexings and a generation check, with no map and no lock on the
 // hot path.
 //
-// Chunks never move and are never freed while the scheduler lives, so a
-// *task stays valid forever; what changes is which task a slot holds. A slot
-// is reused only after its generation was bumped, and callers that act on a
-// task by ID hold the slot's stripe lock while they check the generation and
-// change the state word. The generation is bumped only under that same lock,
-// so a caller can never change the word of a later task that reuses the slot.
+// A slot is reused only after its generation was bumped, and callers that
+// act on a task by ID hold the slot's stripe lock while they check the
+// generation and change the state word. The generation is bumped only under
+// that same lock, so a caller can never change the word of a later task that
+// reuses the slot.
 //
 // IDs are scrambled per slab, so that an ID of one Scheduler does not name a
 // task of another. Every slot's generations start at the slab's random base
@@ -25,6 +24,16 @@ import (
 // with a random key, so the low half of a foreign ID decodes to a slot of
 // this slab with probability about used/2^32, and its generation then
 // matches with probability 2^-32.
+//
+// Chunks whose slots are all free are given back, so that a scheduler that
+// lived through a spike of tasks does not keep the spike's memory (see
+// lane.trim in inbox.go). The chunk's index is kept for a later chunk, whose
+// slots start at the latest generation any slot of the old chunk reached: a
+// slot's generations go on counting up across the two chunks, and an ID of
+// the old chunk can never name a task of the new one. A caller that loaded
+// the directory before the chunk went may still reach the old chunk's
+// memory, which stays valid for it; every slot there has had its generation
+// bumped, so the generation check turns it away.
 //
 // There are 256 stripe locks (16 KiB): callers on different cores seldom
 // want the same one at once. With 64, goroutines re-arming their own tasks
@@ -36,7 +45,12 @@ const (
 	stripeCount = 256
 )
 
-type chunk [chunkSize]task
+// chunk is a block of slots. free counts its slots in its lane's free
+// list; the lane's mu guards it.
+type chunk struct {
+	tasks [chunkSize]task
+	free  int
+}
 
 // stripe is a lock padded to its own cache line so that callers on
 // different cores do not contend on a shared line.
@@ -46,8 +60,9 @@ type stripe struct {
 }
 
 type slab struct {
-	// dir holds the chunks. It is replaced (never modified in place) when it
-	// grows, under grow; anyone may load it.
+	// dir holds the chunks. It is replaced when it grows, and its entries
+	// change (atomically) when a chunk is given back or its index reused,
+	// under grow; anyone may load it.
 	dir atomic.Pointer[directory]
 
 	// base and key scramble IDs (see above). Set once by init, before the
@@ -56,19 +71,26 @@ type slab struct {
 	key  uint32
 	_    cacheLinePad
 
-	// grow serializes the lanes adding chunks.
-	grow sync.Mutex
-	_    cacheLinePad
+	// grow serializes changes to the directory. reuse, guarded by grow,
+	// holds the indices of chunks given back, with the generation the slots
+	// of their next chunk start at.
+	grow  sync.Mutex
+	reuse []reusable
+	_     cacheLinePad
 
 	stripes [stripeCount]stripe
 }
 
-// directory lists the chunks, and the inbox lane whose allocator hands out
-// each chunk's slots (inbox.go). A lane owns the chunks it added, so the
-// slots it hands out never need another lane's lock.
+// reusable is the index of a chunk given back.
+type reusable struct{ c, gen uint32 }
+
+// directory lists the chunks (nil where one was given back), and the inbox
+// lane whose allocator hands out each chunk's slots (inbox.go). A lane owns
+// the chunks it added, so the slots it hands out never need another lane's
+// lock.
 type directory struct {
-	chunks []*chunk
-	lanes  []uint8
+	chunks []atomic.Pointer[chunk]
+	lanes  []atomic.Uint32
 }
 
 // init draws the slab's ID scrambling. r must return uniformly random
@@ -92,13 +114,18 @@ func (sl *slab) slotOf(id TaskID) uint32 { return uint32(id) ^ sl.key }
 
 // at returns the task in slot, which must have been allocated.
 func (sl *slab) at(slot uint32) *task {
-	return &sl.dir.Load().chunks[slot>>chunkBits][slot&(chunkSize-1)]
+	return &sl.chunkOf(slot).tasks[slot&(chunkSize-1)]
+}
+
+// chunkOf returns the chunk that holds slot, which must have been allocated.
+func (sl *slab) chunkOf(slot uint32) *chunk {
+	return sl.dir.Load().chunks[slot>>chunkBits].Load()
 }
 
 // laneOf returns the lane whose allocator owns slot, which must have been
 // allocated.
 func (sl *slab) laneOf(slot uint32) uint8 {
-	return sl.dir.Load().lanes[slot>>chunkBits]
+	return uint8(sl.dir.Load().lanes[slot>>chunkBits].Load())
 }
 
 // lookup returns the task that id names, or nil when id cannot name a task
@@ -117,7 +144,11 @@ func (sl *slab) lookup(id TaskID) *task {
 	if c >= uint32(len(dir.chunks)) {
 		return nil
 	}
-	return &dir.chunks[c][slot&(chunkSize-1)]
+	ch := dir.chunks[c].Load()
+	if ch == nil {
+		return nil // given back: its slots hold no task
+	}
+	return &ch.tasks[slot&(chunkSize-1)]
 }
 
 func (sl *slab) stripe(slot uint32) *sync.Mutex {
@@ -131,14 +162,20 @@ func (sl *slab) alloc(l *lane, k uint8) (uint32, *task, bool) {
 	if n := len(l.free); n > 0 {
 		slot := l.free[n-1]
 		l.free = l.free[:n-1]
-		return slot, sl.at(slot), true
+		ch := sl.chunkOf(slot)
+		if ch.free == chunkSize {
+			l.empty--
+		}
+		ch.free--
+		return slot, &ch.tasks[slot&(chunkSize-1)], true
 	}
 	if l.left == 0 {
-		c, ok := sl.addChunk(k)
+		c, gen, ok := sl.addChunk(k)
 		if !ok {
 			return 0, nil, false
 		}
-		l.next, l.left = c<<chunkBits, chunkSize
+		l.next, l.left, l.gen = c<<chunkBits, chunkSize, gen
+		l.chunks++
 	}
 	slot := l.next
 	l.left--
@@ -146,31 +183,71 @@ func (sl *slab) alloc(l *lane, k uint8) (uint32, *task, bool) {
 		l.next++ // never past the chunk, so never wrapping to 0
 	}
 	t := sl.at(slot)
-	t.gen.Store(sl.base)
+	t.gen.Store(l.gen)
 	return slot, t, true
 }
 
-// addChunk adds a chunk for lane k and returns its index; false when the
-// slab holds the most chunks slot numbers can name.
-//
-// Appending may write into the spare capacity of the arrays that readers
-// are using; that is safe because readers only index below the lengths of
-// the directory they loaded, and the new one is published after the write.
-func (sl *slab) addChunk(k uint8) (uint32, bool) {
+// addChunk adds a chunk for lane k, at the index of a chunk given back if
+// there is one, and returns its index and the generation its slots start
+// at; false when the slab holds the most chunks slot numbers can name.
+func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 	sl.grow.Lock()
 	defer sl.grow.Unlock()
+	old := sl.dir.Load()
+	if n := len(sl.reuse); n > 0 {
+		r := sl.reuse[n-1]
+		sl.reuse = sl.reuse[:n-1]
+		old.lanes[r.c].Store(uint32(k))
+		old.chunks[r.c].Store(new(chunk))
+		return r.c, r.gen, true
+	}
 	var dir directory
-	if old := sl.dir.Load(); old != nil {
+	if old != nil {
 		dir = *old
 	}
-	c := len(dir.chunks)
+	c = uint32(len(dir.chunks))
 	if c == 1<<(32-chunkBits) {
-		return 0, false
+		return 0, 0, false
 	}
-	dir.chunks = append(dir.chunks, new(chunk))
-	dir.lanes = append(dir.lanes, k)
+	if c < uint32(cap(dir.chunks)) {
+		// Readers of the old directory never index at c or beyond, so
+		// the spare capacity is free to fill before the longer directory
+		// is published.
+		dir.chunks = dir.chunks[:c+1]
+		dir.lanes = dir.lanes[:c+1]
+	} else {
+		chunks := make([]atomic.Pointer[chunk], c+1, max(2*c, 16))
+		lanes := make([]atomic.Uint32, c+1, max(2*c, 16))
+		for i := range c {
+			chunks[i].Store(dir.chunks[i].Load())
+			lanes[i].Store(dir.lanes[i].Load())
+		}
+		dir.chunks, dir.lanes = chunks, lanes
+	}
+	dir.lanes[c].Store(uint32(k))
+	dir.chunks[c].Store(new(chunk))
 	sl.dir.Store(&dir)
-	return uint32(c), true
+	return c, sl.base, true
+}
+
+// giveBack drops chunk c, whose slots are all free, from the directory and
+// keeps its index for a later chunk. The lane that owns c must hold its mu
+// and have taken c's slots out of its free list.
+func (sl *slab) giveBack(c uint32) {
+	ch := sl.dir.Load().chunks[c].Load()
+	// The next chunk's slots start at the latest generation reached here:
+	// counted from base, the largest (every slot is free, so none is 0 and
+	// none is base).
+	gen := ch.tasks[0].gen.Load()
+	for i := range ch.tasks {
+		if g := ch.tasks[i].gen.Load(); g-sl.base > gen-sl.base {
+			gen = g
+		}
+	}
+	sl.grow.Lock()
+	defer sl.grow.Unlock()
+	sl.dir.Load().chunks[c].Store(nil)
+	sl.reuse = append(sl.reuse, reusable{c, gen})
 }
 
 // retire ends the life of the task in slot: it drops the job so that the

@@ -53,6 +53,7 @@ func main() {
 	flag.DurationVar(&c.FireDense, "fire-dense-window", 0, "fire-dense: window the same number of deadlines is packed into (default 200ms, 20ms with -quick)")
 	flag.IntVar(&c.BurstN, "burst", 0, "burst: deadlines due at the same instant (default 1000000, 100000 with -quick)")
 	flag.IntVar(&c.ParallelN, "parallel", 0, "parallel: timers (default 1000000, 100000 with -quick)")
+	flag.IntVar(&c.SpikeN, "spike", 0, "spike: timers in the spike (default 10000000, 200000 with -quick)")
 	flag.IntVar(&c.IdleN, "idle-n", 0, "idle: pending deadlines (default 1000000, 100000 with -quick)")
 	flag.DurationVar(&c.Idle, "idle", 0, "idle: measured idle period (default 10s, 1s with -quick)")
 	flag.IntVar(&c.CorrectDevices, "correct-devices", 0, "correctness: devices (default 10000, 2000 with -quick)")
@@ -177,6 +178,7 @@ func (c *config) applyDefaults(quick bool) {
 	pick(&c.BurstN, 1_000_000, 100_000)
 	pick(&c.ParallelN, 1_000_000, 100_000)
 	pick(&c.IdleN, 1_000_000, 100_000)
+	pick(&c.SpikeN, 10_000_000, 200_000)
 	pickD(&c.Idle, 10*time.Second, time.Second)
 	pick(&c.CorrectDevices, 10_000, 2_000)
 	pickD(&c.CorrectFor, time.Second, 500*time.Millisecond)
@@ -200,6 +202,7 @@ func childArgs(im, wl string, run int, c config) []string {
 		"-burst", strconv.Itoa(c.BurstN),
 		"-parallel", strconv.Itoa(c.ParallelN),
 		"-idle-n", strconv.Itoa(c.IdleN),
+		"-spike", strconv.Itoa(c.SpikeN),
 		"-idle", c.Idle.String(),
 		"-correct-devices", strconv.Itoa(c.CorrectDevices),
 		"-correct-for", c.CorrectFor.String(),

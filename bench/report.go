@@ -270,6 +270,9 @@ func (r *report) header() string {
 	c := r.Config
 	fmt.Fprintf(&b, "- Sizes: add %d; heartbeat %d devices, %d heartbeats; fire %d over %v (dense: over %v); burst %d at one instant; parallel %d; idle %d for %v; correctness %d devices for %v; pool size %d\n",
 		c.AddN, c.Devices, c.Heartbeats, c.FireN, c.FireWindow, c.FireDense, c.BurstN, c.ParallelN, c.IdleN, c.Idle, c.CorrectDevices, c.CorrectFor, c.Workers)
+	if c.SpikeN > 0 {
+		fmt.Fprintf(&b, "- Spike: %d timers\n", c.SpikeN)
+	}
 	if c.KeyedKeys > 0 {
 		fmt.Fprintf(&b, "- Keyed heartbeat: %d watched keys, %d Beats, exactness with %d silent and %d beating keys at a %v timeout (at least two ticks of a wheel)\n",
 			c.KeyedKeys, c.KeyedBeats, c.KeyedKeys/keyedShare, c.KeyedKeys/keyedShare, c.KeyedTimeout)

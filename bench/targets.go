@@ -23,11 +23,12 @@ const goroutineSlack = 8
 
 // Limits of the firing targets.
 const (
-	fireCPURatio    = 0.8 // CPU per fired job, against time.AfterFunc's
-	burstFirstMs    = 1.0 // lateness of a burst's first job, ms
-	burstDrainRatio = 0.3 // burst drain, against time.AfterFunc's
-	lazyEntriesMax  = 1.25
-	resetCPURatio   = 0.7 // CPU per Reset in any direction, against Timer.Reset's
+	fireCPURatio     = 0.8 // CPU per fired job, against time.AfterFunc's
+	burstFirstMs     = 1.0 // lateness of a burst's first job, ms
+	burstDrainRatio  = 0.3 // burst drain, against time.AfterFunc's
+	lazyEntriesMax   = 1.25
+	resetCPURatio    = 0.7  // CPU per Reset in any direction, against Timer.Reset's
+	spikeRetainedPct = 10.0 // memory retained after a spike, % of its peak
 
 	keyedRuntimeRatio = 0.7 // ns per keyed Beat, against mutex+map+Timer.Reset
 	keyedGozeroRatio  = 0.5 // ns per keyed Beat, against go-zero's MoveTimer
@@ -89,6 +90,10 @@ func (r *report) checkTargets() []targetCheck {
 			ratioCheck(fmt.Sprintf("%s: CPU per Reset ≤ %.1f× Timer.Reset's", wl, resetCPURatio), wl, "cpu_ns_hb", resetCPURatio)
 		}
 		maxCheck("Reset always earlier allocs/heartbeat = 0", "heartbeat-earlier", "allocs_hb", 0.01)
+		for _, wl := range []string{"spike-cancel", "spike-fire"} {
+			maxCheck(fmt.Sprintf("%s: retained ≤ %.0f%% of the peak after %v idle", wl, spikeRetainedPct, spikeIdle), wl, "retained_pct", spikeRetainedPct)
+			maxCheck(wl+": none lost", wl, "lost", 0)
+		}
 		own, ok := r.get("heartbeat-reset", im, "ns_hb")
 		var slower []string
 		ahead := ok

@@ -26,6 +26,7 @@ type config struct {
 	KeyedKeys      int           `json:"keyed_keys,omitempty"`
 	KeyedBeats     int           `json:"keyed_beats,omitempty"`
 	KeyedTimeout   time.Duration `json:"keyed_timeout_ns,omitempty"`
+	SpikeN         int           `json:"spike_n,omitempty"`
 	Seed           uint64        `json:"seed"`
 }
 
@@ -62,7 +63,7 @@ func registerWorkload(w workload) { workloads = append(workloads, w) }
 // workloadOrder is the order in which workloads run and are reported.
 var workloadOrder = []string{
 	"add", "heartbeat-reset", "heartbeat-mixed", "heartbeat-earlier", "heartbeat-canceladd", "fire", "fire-dense", "burst",
-	"parallel", "idle", "correct-reset", "correct-canceladd", "keyed-uint64", "keyed-string",
+	"parallel", "idle", "spike-cancel", "spike-fire", "correct-reset", "correct-canceladd", "keyed-uint64", "keyed-string",
 }
 
 // sortWorkloads puts workloads in workloadOrder; unlisted ones go last.
