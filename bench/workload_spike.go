@@ -65,7 +65,9 @@ func runSpike(im impl, c config, r *rand.Rand, fire bool) (metrics, []string, er
 	var fired atomic.Int64
 	done := make(chan struct{})
 	job := func() {
-		if fired.Add(1) == int64(n) {
+		k := fired.Add(1)
+		noteProgress(int(k))
+		if k == int64(n) {
 			close(done)
 		}
 	}
@@ -91,10 +93,20 @@ func runSpike(im impl, c config, r *rand.Rand, fire bool) (metrics, []string, er
 	peak := settledMem()
 	lost := 0
 	if fire {
-		select {
-		case <-done:
-		case <-time.After(time.Minute + 13*time.Second + time.Duration(n)*time.Microsecond):
-			lost = n - int(fired.Load())
+		giveUp := time.After(time.Minute + 13*time.Second + time.Duration(n)*time.Microsecond)
+		tick := time.NewTicker(100 * time.Millisecond) // progress while the deadlines approach
+		defer tick.Stop()
+	wait:
+		for {
+			select {
+			case <-done:
+				break wait
+			case <-tick.C:
+				progressCount.Add(1)
+			case <-giveUp:
+				lost = n - int(fired.Load())
+				break wait
+			}
 		}
 	} else {
 		for i := range n {
