@@ -66,6 +66,45 @@ func maxWorkers() int {
 	return procs * ((32 + procs - 1) / procs)
 }
 
+// workerTasks returns a scheduler holding perWorker pending tasks for each
+// goroutine a parallel benchmark may start, and their IDs by goroutine.
+func workerTasks(b *testing.B, strategy schedule.CancelStrategy) (*schedule.Scheduler, [][]schedule.TaskID) {
+	s := newScheduler(b, strategy)
+	ids := make([][]schedule.TaskID, maxWorkers())
+	for w := range ids {
+		for i := range perWorker {
+			id, err := s.ScheduleOne(nop, far(i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids[w] = append(ids[w], id)
+		}
+	}
+	s.Settle()
+	return s, ids
+}
+
+// workerTimers is workerTasks for the runtime's timers, stopped when the
+// benchmark ends.
+func workerTimers(b *testing.B) [][]*time.Timer {
+	timers := make([][]*time.Timer, maxWorkers())
+	for w := range timers {
+		for i := range perWorker {
+			timers[w] = append(timers[w], time.AfterFunc(far(i), nop))
+		}
+	}
+	b.Cleanup(func() { stopAll(timers) })
+	return timers
+}
+
+func stopAll(timers [][]*time.Timer) {
+	for _, ts := range timers {
+		for _, t := range ts {
+			t.Stop()
+		}
+	}
+}
+
 // BenchmarkParallelScheduleOne adds tasks an hour or so out; the runtime
 // row is time.AfterFunc.
 func BenchmarkParallelScheduleOne(b *testing.B) {
@@ -82,14 +121,10 @@ func BenchmarkParallelScheduleOne(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("g=%d/runtime", g), func(b *testing.B) {
 			timers := make([][]*time.Timer, maxWorkers())
+			b.Cleanup(func() { stopAll(timers) })
 			runParallel(b, g, func(w, i int) {
 				timers[w] = append(timers[w], time.AfterFunc(far(i), nop))
 			})
-			for _, ts := range timers {
-				for _, t := range ts {
-					t.Stop()
-				}
-			}
 		})
 	}
 }
@@ -100,18 +135,7 @@ func BenchmarkParallelReset(b *testing.B) {
 	for _, g := range parallelGoroutines {
 		for _, st := range benchStrategies {
 			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
-				s := newScheduler(b, st.strategy)
-				ids := make([][]schedule.TaskID, maxWorkers())
-				for w := range ids {
-					for i := range perWorker {
-						id, err := s.ScheduleOne(nop, far(i))
-						if err != nil {
-							b.Fatal(err)
-						}
-						ids[w] = append(ids[w], id)
-					}
-				}
-				s.Settle()
+				s, ids := workerTasks(b, st.strategy)
 				runParallel(b, g, func(w, i int) {
 					if !s.Reset(ids[w][i%perWorker], far(i)+time.Hour) {
 						b.Error("Reset reported the task not pending")
@@ -120,20 +144,10 @@ func BenchmarkParallelReset(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("g=%d/runtime", g), func(b *testing.B) {
-			timers := make([][]*time.Timer, maxWorkers())
-			for w := range timers {
-				for i := range perWorker {
-					timers[w] = append(timers[w], time.AfterFunc(far(i), nop))
-				}
-			}
+			timers := workerTimers(b)
 			runParallel(b, g, func(w, i int) {
 				timers[w][i%perWorker].Reset(far(i) + time.Hour)
 			})
-			for _, ts := range timers {
-				for _, t := range ts {
-					t.Stop()
-				}
-			}
 		})
 	}
 }
@@ -144,18 +158,7 @@ func BenchmarkParallelCancelAdd(b *testing.B) {
 	for _, g := range parallelGoroutines {
 		for _, st := range benchStrategies {
 			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
-				s := newScheduler(b, st.strategy)
-				ids := make([][]schedule.TaskID, maxWorkers())
-				for w := range ids {
-					for i := range perWorker {
-						id, err := s.ScheduleOne(nop, far(i))
-						if err != nil {
-							b.Fatal(err)
-						}
-						ids[w] = append(ids[w], id)
-					}
-				}
-				s.Settle()
+				s, ids := workerTasks(b, st.strategy)
 				runParallel(b, g, func(w, i int) {
 					k := i % perWorker
 					s.CancelTask(ids[w][k])
@@ -168,22 +171,12 @@ func BenchmarkParallelCancelAdd(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("g=%d/runtime", g), func(b *testing.B) {
-			timers := make([][]*time.Timer, maxWorkers())
-			for w := range timers {
-				for i := range perWorker {
-					timers[w] = append(timers[w], time.AfterFunc(far(i), nop))
-				}
-			}
+			timers := workerTimers(b)
 			runParallel(b, g, func(w, i int) {
 				k := i % perWorker
 				timers[w][k].Stop()
 				timers[w][k] = time.AfterFunc(far(i), nop)
 			})
-			for _, ts := range timers {
-				for _, t := range ts {
-					t.Stop()
-				}
-			}
 		})
 	}
 }
