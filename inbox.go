@@ -234,9 +234,9 @@ func (l *lane) wantsTrim() bool { return l.empty >= 2 && 4*l.empty >= l.chunks }
 
 // trim gives back every chunk of lane l whose slots are all free but one,
 // kept for the next adds, and lets go of most of a free list that has
-// shrunk. Only the owner calls it, and with lazy cancel only when the heap
-// holds no tombstone: a tombstone may name a free slot, and must never
-// reach a chunk given back (owner.go). l.mu must be held.
+// shrunk. Only the owner calls it, and with lazy cancel only on a heap
+// without tombstones: a tombstone may name a free slot, and must never
+// reach a chunk given back (giveBackChunks in owner.go). l.mu must be held.
 func (s *Scheduler) trim(l *lane) {
 	const (
 		reserve = -chunkSize // marks the chunk kept
