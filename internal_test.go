@@ -361,31 +361,28 @@ func TestChunksAreGivenBackAfterACancelSpike(t *testing.T) {
 }
 
 // TestChunksAreGivenBackAfterAFiringSpike runs every task of a spike on a
-// running scheduler and waits, in real time with a generous limit, for the
-// slab to give its chunks back.
+// running scheduler, in fake time, and checks that the slab gives its
+// chunks back once the runs have ended.
 func TestChunksAreGivenBackAfterAFiringSpike(t *testing.T) {
 	for _, strategy := range []CancelStrategy{LazyCancel, EagerCancel} {
 		t.Run(strategy.String(), func(t *testing.T) {
-			s, err := New(4, WithCancelStrategy(strategy))
-			require.NoError(t, err)
-			defer s.Shutdown()
-			const n = 256 * chunkSize
-			var ran atomic.Int64
-			start := time.Now()
-			for range n {
-				// Due once all are scheduled, so that no slot is reused.
-				_, err := s.ScheduleOne(func() { ran.Add(1) }, time.Second-time.Since(start))
+			synctest.Test(t, func(t *testing.T) {
+				s, err := New(4, WithCancelStrategy(strategy))
 				require.NoError(t, err)
-			}
-			peak := liveChunks(s)
-			require.GreaterOrEqual(t, peak, 256)
-			deadline := time.Now().Add(30 * time.Second)
-			for (ran.Load() < n || liveChunks(s) > peak/10) && time.Now().Before(deadline) {
-				s.Settle()
-				time.Sleep(time.Millisecond)
-			}
-			assert.Equal(t, int64(n), ran.Load())
-			assert.LessOrEqual(t, liveChunks(s), peak/10, "chunks kept after the spike")
+				defer s.Shutdown()
+				const n = 256 * chunkSize
+				var ran atomic.Int64
+				for range n {
+					_, err := s.ScheduleOne(func() { ran.Add(1) }, time.Second)
+					require.NoError(t, err)
+				}
+				peak := liveChunks(s)
+				require.GreaterOrEqual(t, peak, 256)
+				time.Sleep(time.Second)
+				synctest.Wait()
+				assert.Equal(t, int64(n), ran.Load())
+				assert.LessOrEqual(t, liveChunks(s), peak/10, "chunks kept after the spike")
+			})
 		})
 	}
 }
