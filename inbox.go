@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,10 @@ type lane struct {
 	ops      []op      // requests for the owner, in arrival order
 	room     sync.Cond // L is mu; signalled when the owner empties a full lane
 	enqueued uint64    // ops ever appended
+	// from is the earliest wakeBy of the adds and earlier Resets in ops
+	// (never if there are none). Removals are left out: the order in which
+	// due tasks are handed over does not depend on them.
+	from int64
 
 	// The allocator (slab.go): free holds the lane's slots ready for reuse;
 	// the left slots from next on, in its newest chunk, were never used, and
@@ -94,6 +99,7 @@ func (s *Scheduler) initLanes() {
 	for i := range s.lanes {
 		s.lanes[i].room.L = &s.lanes[i].mu
 		s.lanes[i].bit = 1 << i
+		s.lanes[i].from = never
 	}
 }
 
@@ -166,10 +172,26 @@ func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Dura
 func (s *Scheduler) appendOp(l *lane, o op, wakeBy int64) bool {
 	l.ops = append(l.ops, o)
 	l.enqueued++
+	if o.kind != opRemove {
+		l.from = min(l.from, wakeBy)
+	}
 	if len(l.ops) == 1 {
 		s.busyLanes.Or(l.bit)
 	}
 	return wakeBy < s.sleepUntil.Load() || len(l.ops) == laneWake
+}
+
+// waitingFrom returns the earliest deadline that a request waiting in the
+// inbox concerns, or never if none does. Called by the owner.
+func (s *Scheduler) waitingFrom() int64 {
+	from := int64(never)
+	for busy := s.busyLanes.Load(); busy != 0; busy &= busy - 1 {
+		l := &s.lanes[bits.TrailingZeros32(busy)]
+		l.mu.Lock()
+		from = min(from, l.from)
+		l.mu.Unlock()
+	}
+	return from
 }
 
 // send queues o for the owner, to be applied before wakeBy (0: at once),

@@ -247,6 +247,45 @@ func TestNeverDueTaskIsNotDispatchedEvenPastTheHorizon(t *testing.T) {
 	assert.Equal(t, 1, s.Len())
 }
 
+// TestTimerWakeHandsOverDueTasksBeforeApplyingWaitingRequests checks the
+// owner's first step after its timer fires: due tasks that no waiting
+// request can precede go to the run queue before the inbox is drained, and
+// deadline order holds across both steps.
+func TestTimerWakeHandsOverDueTasksBeforeApplyingWaitingRequests(t *testing.T) {
+	for _, strategy := range []CancelStrategy{LazyCancel, EagerCancel} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			s := bare(strategy)
+			ids := map[string]TaskID{}
+			add := func(name string, d time.Duration) {
+				id, err := s.ScheduleOne(nop, d)
+				require.NoError(t, err)
+				ids[name] = id
+			}
+			add("a", 1*time.Hour)
+			add("b", 2*time.Hour)
+			add("c", 3*time.Hour)
+			s.step(0)
+			add("d", 150*time.Minute) // waits in the inbox
+			require.True(t, s.inboxWaiting())
+
+			s.runDueAhead(int64(4 * time.Hour))
+			s.handOver()
+			assert.True(t, s.inboxWaiting(), "the waiting add was applied first")
+			s.step(int64(4 * time.Hour))
+
+			var got []string
+			for _, d := range s.runs.items[s.runs.head:] {
+				for name, id := range ids {
+					if s.slab.id(d.slot, s.slab.at(d.slot).gen.Load()) == id {
+						got = append(got, name)
+					}
+				}
+			}
+			assert.Equal(t, []string{"a", "b", "d", "c"}, got)
+		})
+	}
+}
+
 // TestRequestsWakeTheOwnerOnlyWhenTheyCannotWait checks the inbox
 // handshake: while the owner sleeps on a timer, requests for later
 // deadlines leave it asleep, one for an earlier deadline wakes it, and
