@@ -44,9 +44,10 @@ import (
 // op is a request from a caller to the owner goroutine, naming a task by
 // slot and generation.
 type op struct {
-	slot uint32
-	gen  uint32
-	kind opKind
+	slot     uint32
+	gen      uint32
+	kind     opKind
+	interval int64 // opAdd of a repeating task: its interval; else 0
 }
 
 type opKind uint8
@@ -153,12 +154,15 @@ func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Dura
 	}
 	t.fn = fn
 	t.arg = arg
-	t.interval = int64(interval)
-	t.word.Store(packWord(when, statusPending|flagOwned))
+	flags := uint64(statusPending | flagOwned)
+	if interval != 0 {
+		flags |= flagRepeat
+	}
+	t.word.Store(packWord(when, flags))
 	gen := t.gen.Load()
 	s.scheduled.Add(1) // before live: see Stats on the order of reads
 	s.live.Add(1)
-	wake := s.appendOp(l, op{slot, gen, opAdd}, when)
+	wake := s.appendOp(l, op{slot: slot, gen: gen, kind: opAdd, interval: int64(interval)}, when)
 	l.mu.Unlock()
 	if wake {
 		s.wakeOwner()

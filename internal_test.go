@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -245,6 +246,44 @@ func TestNeverDueTaskIsNotDispatchedEvenPastTheHorizon(t *testing.T) {
 	s.step(math.MaxInt64) // a clock beyond the representable horizon
 	assert.Empty(t, s.runs.items)
 	assert.Equal(t, 1, s.Len())
+}
+
+// TestChunkFillsWholePages guards the slab's memory per task: a task is 40
+// bytes, and a chunk's slots take exactly five 8 KiB pages, which is what a
+// large allocation is rounded up to.
+func TestChunkFillsWholePages(t *testing.T) {
+	assert.Equal(t, uintptr(40), unsafe.Sizeof(task{}))
+	assert.Zero(t, unsafe.Sizeof([chunkSize]task{})%8192)
+}
+
+// TestOwnerForgetsTheIntervalsOfCancelledTasks checks that the intervals of
+// repeating tasks, kept by the owner, go with the tasks.
+func TestOwnerForgetsTheIntervalsOfCancelledTasks(t *testing.T) {
+	for _, strategy := range []CancelStrategy{LazyCancel, EagerCancel} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			s := bare(strategy)
+			var ids []TaskID
+			for i := range 3 {
+				id, err := s.Schedule(nop, time.Duration(i+1)*time.Hour)
+				require.NoError(t, err)
+				ids = append(ids, id)
+			}
+			_, err := s.ScheduleOne(nop, time.Hour)
+			require.NoError(t, err)
+			s.step(0)
+			require.Len(t, s.intervals, 3)
+			assert.Equal(t, int64(2*time.Hour), s.intervals[s.slab.slotOf(ids[1])])
+
+			require.True(t, s.CancelTask(ids[1]))
+			s.step(int64(4 * time.Hour)) // lazy: dropped as it reaches the top
+			assert.Len(t, s.intervals, 2)
+			for _, id := range ids {
+				s.CancelTask(id)
+			}
+			s.step(int64(24 * time.Hour))
+			assert.Nil(t, s.intervals)
+		})
+	}
 }
 
 // TestTimerWakeHandsOverDueTasksBeforeApplyingWaitingRequests checks the

@@ -171,6 +171,12 @@ func (s *Scheduler) apply(o op) {
 			s.drop(o.slot, t)
 			return
 		}
+		if o.interval != 0 {
+			if s.intervals == nil {
+				s.intervals = make(map[uint32]int64)
+			}
+			s.intervals[o.slot] = o.interval
+		}
 		s.pushEntry(o.slot, t, wordWhen(w))
 	case opEarlier:
 		if wordStatus(w) != statusPending || w&flagOwned == 0 {
@@ -245,7 +251,7 @@ func (s *Scheduler) runDue(now int64) {
 			s.heap.setWhen(0, when)
 			continue
 		}
-		if t.interval == 0 {
+		if w&flagRepeat == 0 {
 			// One-shot: hand the slot from the owner to the worker.
 			if !t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusFired|flagRunning) {
 				continue // a caller changed it meanwhile; look again
@@ -255,7 +261,7 @@ func (s *Scheduler) runDue(now int64) {
 			s.due(e.slot, e.when)
 			continue
 		}
-		next, missed := nextRun(e.when, t.interval, now)
+		next, missed := nextRun(e.when, s.intervals[e.slot], now)
 		running := w&flagRunning != 0
 		nw := packWord(next, w&flagMask|flagRunning)
 		if running {
@@ -352,7 +358,14 @@ func nextRun(when, interval, now int64) (next int64, missed int64) {
 // drop releases the owner's reference to t, whose entry has left the heap
 // (or never entered it). The slot is freed once no worker runs it either.
 func (s *Scheduler) drop(slot uint32, t *task) {
-	if unheld(t.letGo(flagOwned)) {
+	w := t.letGo(flagOwned)
+	if w&flagRepeat != 0 {
+		delete(s.intervals, slot)
+		if len(s.intervals) == 0 {
+			s.intervals = nil // a Go map never shrinks: let a large one go
+		}
+	}
+	if unheld(w) {
 		s.freed = append(s.freed, slot)
 	}
 }
@@ -459,6 +472,7 @@ func (s *Scheduler) dropAll() {
 		s.drop(e.slot, t)
 	}
 	s.heap.items = nil
+	s.intervals = nil
 	s.dueNow = nil
 	s.ops = nil
 	s.freeSlots(s.freed)

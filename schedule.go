@@ -59,12 +59,13 @@ type Scheduler struct {
 
 	// The owner goroutine's state (owner.go). Nothing else touches these.
 	heap        deadlineHeap
-	ops         []op     // the lane being processed
-	smallDrains int      // drains in a row that used little of ops' capacity
-	freed       []uint32 // slots to free at the end of the loop iteration
-	dueNow      []due    // due tasks collected for the run queue
-	dueCount    int      // due tasks collected in this loop iteration
-	retryAt     int64    // when to try again to start runs the pool refused; 0: none
+	ops         []op             // the lane being processed
+	smallDrains int              // drains in a row that used little of ops' capacity
+	freed       []uint32         // slots to free at the end of the loop iteration
+	dueNow      []due            // due tasks collected for the run queue
+	dueCount    int              // due tasks collected in this loop iteration
+	intervals   map[uint32]int64 // slot to interval, for the repeating tasks the owner holds
+	retryAt     int64            // when to try again to start runs the pool refused; 0: none
 	// Published by the owner at the end of each loop iteration.
 	heapLen atomic.Int64
 	loops   atomic.Uint64 // loop iterations completed
@@ -156,7 +157,7 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 }
 
 // ScheduleOne runs job once, delay from now. A delay of zero or less runs
-// it as soon as a worker is free; a delay too long to represent (about 36
+// it as soon as a worker is free; a delay too long to represent (about 18
 // years from New) is accepted, and the job never comes due.
 //
 // It returns ErrNilJob for a nil job, ErrShutdown after Shutdown, and
@@ -268,7 +269,7 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 	s.live.Add(-1)
 	s.cancelled.Add(1)
 	if s.cfg.strategy == EagerCancel {
-		s.send(op{slot, id.gen(), opRemove}, 0)
+		s.send(op{slot: slot, gen: id.gen(), kind: opRemove}, 0)
 		return true
 	}
 	// Lazy: the entry stays as a tombstone. Wake the owner when tombstones
@@ -319,7 +320,7 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	l.Unlock()
 	if when < wordWhen(w) {
 		// The entry may now be later than the task: tell the owner.
-		s.send(op{slot, id.gen(), opEarlier}, when)
+		s.send(op{slot: slot, gen: id.gen(), kind: opEarlier}, when)
 	}
 	return true
 }

@@ -46,11 +46,15 @@ const (
 )
 
 // chunk is a block of slots. free counts its slots in its lane's free
-// list; the lane's mu guards it.
+// list; the lane's mu guards it. The slots are an array of their own,
+// exactly five pages of 40-byte tasks: with the count beside them, every
+// chunk would take a sixth page, nearly empty.
 type chunk struct {
-	tasks [chunkSize]task
+	tasks *[chunkSize]task
 	free  int
 }
+
+func newChunk() *chunk { return &chunk{tasks: new([chunkSize]task)} }
 
 // stripe is a lock padded to its own cache line so that callers on
 // different cores do not contend on a shared line.
@@ -198,7 +202,7 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 		r := sl.reuse[n-1]
 		sl.reuse = sl.reuse[:n-1]
 		old.lanes[r.c].Store(uint32(k))
-		old.chunks[r.c].Store(new(chunk))
+		old.chunks[r.c].Store(newChunk())
 		return r.c, r.gen, true
 	}
 	var dir directory
@@ -225,7 +229,7 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 		dir.chunks, dir.lanes = chunks, lanes
 	}
 	dir.lanes[c].Store(uint32(k))
-	dir.chunks[c].Store(new(chunk))
+	dir.chunks[c].Store(newChunk())
 	sl.dir.Store(&dir)
 	return c, sl.base, true
 }
@@ -260,7 +264,6 @@ func (sl *slab) retire(slot uint32, t *task) bool {
 	l := sl.stripe(slot)
 	l.Lock()
 	t.release()
-	t.interval = 0
 	g := t.gen.Load() + 1
 	if g == 0 {
 		g = 1

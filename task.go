@@ -23,7 +23,8 @@ func (id TaskID) gen() uint32 { return uint32(id >> 32) }
 // The state word of a task packs its deadline and its state into one
 // uint64 so that a single CompareAndSwap moves both:
 //
-//	bits 4..63  deadline, in nanoseconds since the scheduler's epoch
+//	bits 5..63  deadline, in nanoseconds since the scheduler's epoch
+//	bit  4      repeating: the task has an interval (set once, at add)
 //	bit  3      owned:   the owner goroutine still references the slot
 //	             (an add op in the inbox or an entry in the heap)
 //	bit  2      running: the task is queued for a worker or running on one
@@ -45,11 +46,12 @@ const (
 
 	flagRunning = 1 << 2
 	flagOwned   = 1 << 3
+	flagRepeat  = 1 << 4
 	flagMask    = 1<<whenShift - 1
 
-	whenShift = 4
+	whenShift = 5
 
-	// never is the largest deadline the word can hold, about 36 years after
+	// never is the largest deadline the word can hold, about 18 years after
 	// the epoch. A task with this deadline never comes due.
 	never = int64(math.MaxUint64 >> whenShift)
 )
@@ -65,8 +67,10 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //   - word: shared; changed only by CompareAndSwap (see the layout above).
 //   - gen: written only while the slot is being freed, under the slot's
 //     stripe lock; read by anyone.
-//   - interval: written when the slot is allocated, before its ID is
-//     published. Read by the owner.
+//   - The interval of a repeating task is not here: it travels to the owner
+//     with the add request and stays in the owner's map (Scheduler.intervals),
+//     which keeps a slot at 40 bytes for the one-shots that make up most
+//     tasks.
 //   - fn, arg: the job. Written when the slot is allocated, before its ID is
 //     published; read only by the worker that runs the job, while the
 //     running flag is set. They are cleared, under the slot's stripe lock,
@@ -78,10 +82,9 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //     it is the tag of the task's current heap entry, and entries whose tag
 //     differs are tombstones.
 type task struct {
-	word     atomic.Uint64
-	gen      atomic.Uint32
-	ref      uint32
-	interval int64 // nanoseconds; 0 for a one-shot task
+	word atomic.Uint64
+	gen  atomic.Uint32
+	ref  uint32
 
 	// fn is nil for a func() job, which is then arg itself: a func value
 	// fits in an interface without an allocation.
