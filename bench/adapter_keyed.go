@@ -67,7 +67,7 @@ func newKeyed[K comparable](name string, workers int, timeout time.Duration, exp
 }
 
 // keyedHB adapts go-schedule's heartbeat.Monitor, whose key index is a
-// sharded map from key to TaskID.
+// sharded hash table from key to TaskID.
 type keyedHB[K comparable] struct {
 	m       *heartbeat.Monitor[K]
 	sched   scheduleTimers // for Settle and Close

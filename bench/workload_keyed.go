@@ -118,7 +118,7 @@ func init() {
 // keyedWhat describes the keyed workloads for the report.
 const keyedWhat = "K device keys (uint64 IDs, or 20-byte strings such as MQTT client IDs) are watched with a " +
 	"10-minute timeout, each implementation keeping its own key index: go-schedule's heartbeat.Monitor " +
-	"(its sharded map from key to TaskID), a single sync.Mutex over a map[K]*time.Timer with " +
+	"(its sharded hash table from key to TaskID), a single sync.Mutex over a map[K]*time.Timer with " +
 	"time.AfterFunc and Timer.Reset (the usual code without a library), and go-zero's TimingWheel " +
 	"(SetTimer, then MoveTimer; its internal map is its index). Then B Beats on random watched keys " +
 	"from one goroutine: ns/Beat is wall time over the batch (for go-schedule including waiting until " +
