@@ -30,6 +30,7 @@ func bare(strategy CancelStrategy) *Scheduler {
 		s.heap.index = &s.slab
 	}
 	s.initLanes()
+	s.movedEarlier.Store(never)
 	s.slab.init(rand.Uint64)
 	s.runs.init(s.workers)
 	return s
@@ -196,7 +197,8 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 	// Each move earlier pushes an entry with the next tag: MaxUint32-1,
 	// MaxUint32, 0, 1. The old entries must all read as tombstones.
 	for i := range 4 {
-		require.True(t, s.Reset(id, time.Duration(50-i)*time.Minute))
+		// Less than deferMoves away: each move is a request (moved.go).
+		require.True(t, s.Reset(id, time.Duration(500-i)*time.Millisecond))
 		s.step(0)
 	}
 	assert.Equal(t, uint32(1), task.ref)
@@ -246,6 +248,44 @@ func TestNeverDueTaskIsNotDispatchedEvenPastTheHorizon(t *testing.T) {
 	s.step(math.MaxInt64) // a clock beyond the representable horizon
 	assert.Empty(t, s.runs.items)
 	assert.Equal(t, 1, s.Len())
+}
+
+// TestFarEarlierResetsWaitForOnePassOverTheHeap checks moved.go: a move
+// earlier to a second or more out sends the owner no request and leaves
+// the heap as it was, and the owner fixes every such entry once the
+// earliest comes due, so that the tasks run in deadline order.
+func TestFarEarlierResetsWaitForOnePassOverTheHeap(t *testing.T) {
+	for _, strategy := range []CancelStrategy{LazyCancel, EagerCancel} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			s := bare(strategy)
+			var ids []TaskID
+			for range 5 {
+				id, err := s.ScheduleOne(nop, 3*time.Hour)
+				require.NoError(t, err)
+				ids = append(ids, id)
+			}
+			s.step(0)
+			require.Equal(t, never, s.movedEarlier.Load())
+
+			require.True(t, s.Reset(ids[3], 2*time.Hour))
+			require.True(t, s.Reset(ids[1], time.Hour))
+			assert.False(t, s.inboxWaiting(), "a far move sent a request")
+			assert.InDelta(t, int64(time.Hour), s.movedEarlier.Load(), float64(time.Minute))
+			s.step(0)
+			assert.Equal(t, 5, s.heap.len(), "entries added for far moves")
+			assert.GreaterOrEqual(t, s.heap.top().when, int64(3*time.Hour), "the heap was fixed before a move came due")
+
+			s.step(int64(time.Hour) + int64(time.Minute))
+			assert.Equal(t, never, s.movedEarlier.Load())
+			s.step(int64(4 * time.Hour))
+			var got []TaskID
+			for _, d := range s.runs.items[s.runs.head:] {
+				got = append(got, s.slab.id(d.slot, s.slab.at(d.slot).gen.Load()))
+			}
+			require.Len(t, got, 5)
+			assert.Equal(t, []TaskID{ids[1], ids[3]}, got[:2])
+		})
+	}
 }
 
 // TestChunkFillsWholePages guards the slab's memory per task: a task is 40
@@ -484,12 +524,14 @@ func TestTombstonesNeverReachAChunkGivenBack(t *testing.T) {
 	s.step(s.now())
 	peak := liveChunks(s)
 	for i, id := range ids {
-		require.True(t, s.Reset(id, time.Hour)) // the 2 h entries become tombstones
+		// Moved earlier, to less than deferMoves away: each move is a
+		// request, and the 2 h entries become tombstones.
+		require.True(t, s.Reset(id, 500*time.Millisecond))
 		if i%4096 == 0 {
-			s.step(s.now())
+			s.step(0)
 		}
 	}
-	s.step(s.now())
+	s.step(0)
 	require.Positive(t, s.dead.Load(), "tombstones in the heap")
 
 	at := s.now() + int64(time.Hour)

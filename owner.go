@@ -70,6 +70,7 @@ func (s *Scheduler) loop() {
 		if s.retryAt != 0 {
 			next = min(next, s.retryAt)
 		}
+		next = min(next, s.movedEarlier.Load())
 		if next != armed {
 			if next >= never {
 				timer.Stop()
@@ -94,7 +95,7 @@ func (s *Scheduler) loop() {
 			wakeAt = never
 		}
 		s.sleepUntil.Store(wakeAt)
-		if s.inboxWaiting() {
+		if s.inboxWaiting() || s.movedEarlier.Load() < wakeAt {
 			s.sleepUntil.Store(0)
 			continue
 		}
@@ -224,8 +225,11 @@ func (s *Scheduler) pushEntry(slot uint32, t *task, when int64) {
 // wait, and applying them first would delay every due job.
 func (s *Scheduler) runDueAhead(now int64) { s.runDue(min(now, s.waitingFrom())) }
 
-// runDue hands every task due at now to the run queue, in chunks.
+// runDue hands every task due at now to the run queue, in chunks. It
+// first fixes the entries of deadlines moved earlier, if one is due
+// (moved.go).
 func (s *Scheduler) runDue(now int64) {
+	s.adjust(now)
 	for s.heap.len() > 0 {
 		e := s.heap.top()
 		if e.when > now || e.when >= never {
@@ -448,6 +452,9 @@ func (s *Scheduler) compact() {
 			s.dead.Add(-1)
 			s.drop(e.slot, t)
 			continue
+		}
+		if w := t.word.Load(); wordWhen(w) < e.when {
+			e.when = wordWhen(w) // a deadline moved earlier (moved.go)
 		}
 		items[kept] = e
 		kept++

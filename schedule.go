@@ -55,7 +55,11 @@ type Scheduler struct {
 	// it has chunks to give back (inbox.go).
 	busyLanes atomic.Uint32
 	trimLanes atomic.Uint32
-	_         cacheLinePad
+	// movedEarlier is the earliest deadline a Reset has moved a task to,
+	// ahead of its heap entry, without a request (never when none): callers
+	// lower it, the owner takes it when it fixes the heap (moved.go).
+	movedEarlier atomic.Int64
+	_            cacheLinePad
 
 	// The owner goroutine's state (owner.go). Nothing else touches these.
 	heap        deadlineHeap
@@ -150,6 +154,7 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 	}
 	s.slab.init(rand.Uint64)
 	s.initLanes()
+	s.movedEarlier.Store(never)
 	s.runs.init(s.workers)
 	s.runFn = s.run
 	go s.loop()
@@ -290,9 +295,12 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 //
 // Reset is the heartbeat path: it allocates nothing, and postponing a
 // deadline (the usual case) does not involve the owner goroutine at all;
-// the heap entry is fixed when it reaches the top. Moving a deadline
-// earlier sends the owner a request, and then waits, as ScheduleOne does,
-// when 65,536 requests are already waiting.
+// the heap entry is fixed when it reaches the top. Neither does moving a
+// deadline earlier to a second or more from now: the owner fixes such
+// entries together, in one pass, before the earliest of them comes due
+// (moved.go). Moving a deadline earlier to less than a second from now
+// sends the owner a request, and then waits, as ScheduleOne does, when
+// 65,536 requests are already waiting.
 func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	t := s.slab.lookup(id)
 	if t == nil || s.closed.Load() {
@@ -320,7 +328,11 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	l.Unlock()
 	if when < wordWhen(w) {
 		// The entry may now be later than the task: tell the owner.
-		s.send(op{slot: slot, gen: id.gen(), kind: opEarlier}, when)
+		if delay >= deferMoves {
+			s.noteMovedEarlier(when)
+		} else {
+			s.send(op{slot: slot, gen: id.gen(), kind: opEarlier}, when)
+		}
 	}
 	return true
 }

@@ -450,6 +450,27 @@ func TestResetBringsAPendingTaskForward(t *testing.T) {
 	})
 }
 
+func TestDeadlinesMovedEarlierRunAtTheirNewInstantsInOrder(t *testing.T) {
+	// Moves to less than a second out are requests to the owner; moves
+	// further out wait for one pass over the heap. Both kinds interleave.
+	eachScheduler(t, 1, func(t *testing.T, s *schedule.Scheduler) {
+		rec := newRecorder()
+		moves := []time.Duration{2 * time.Second, 500 * time.Millisecond, time.Second, 3 * time.Second, 900 * time.Millisecond}
+		for _, d := range moves {
+			id, err := s.ScheduleOne(rec.job, time.Hour)
+			require.NoError(t, err)
+			require.True(t, s.Reset(id, d))
+		}
+		_, err := s.ScheduleOne(rec.job, 1500*time.Millisecond)
+		require.NoError(t, err)
+		advance(2 * time.Hour)
+		assert.Equal(t, []time.Duration{
+			500 * time.Millisecond, 900 * time.Millisecond, time.Second,
+			1500 * time.Millisecond, 2 * time.Second, 3 * time.Second,
+		}, rec.times())
+	})
+}
+
 func TestResetEarlierThenLaterRunsOnceAtTheLastDeadline(t *testing.T) {
 	// The trap: an early-firing path that leaves the old entry live runs
 	// the task twice.
