@@ -286,7 +286,7 @@ func (s *Scheduler) runOne(d due, fb *freeBatch) {
 	}
 	s.noteLateness(s.now() - d.when)
 	s.fired.Add(1)
-	s.call(s.slab.id(d.slot, t.gen.Load()), t)
+	s.call(s.slab.id(d.slot, t.generation()), t)
 }
 
 // call runs t's job, recovering a panic so that neither the worker nor the
@@ -310,9 +310,10 @@ func (s *Scheduler) call(id TaskID, t *task) {
 // the owner has let go of the slot too, frees it. A repeating task that
 // was cancelled while this run was in flight lets its job go here.
 func (s *Scheduler) finish(slot uint32, t *task, fb *freeBatch) {
+	g := t.generation() // the run's: the slot cannot be freed before letGo
 	nw := t.letGo(flagRunning)
 	if unheld(nw) {
-		if s.slab.retire(slot, t) {
+		if s.slab.retire(t) {
 			fb.slots[fb.n] = slot
 			fb.n++
 			if fb.n == len(fb.slots) {
@@ -322,10 +323,7 @@ func (s *Scheduler) finish(slot uint32, t *task, fb *freeBatch) {
 		return
 	}
 	if wordStatus(nw) == statusCancelled {
-		l := s.slab.stripe(slot)
-		l.Lock()
-		t.release()
-		l.Unlock()
+		t.releaseAt(g)
 	}
 }
 

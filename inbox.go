@@ -159,7 +159,7 @@ func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Dura
 		flags |= flagRepeat
 	}
 	t.word.Store(packWord(when, flags))
-	gen := t.gen.Load()
+	gen := t.generation()
 	s.scheduled.Add(1) // before live: see Stats on the order of reads
 	s.live.Add(1)
 	wake := s.appendOp(l, op{slot: slot, gen: gen, kind: opAdd, interval: int64(interval)}, when)

@@ -159,7 +159,7 @@ func (s *Scheduler) apply(o op) {
 		return // the task is gone, and its chunk given back
 	}
 	t := &ch.tasks[o.slot&(chunkSize-1)]
-	if t.gen.Load() != o.gen {
+	if t.generation() != o.gen {
 		return // the task is gone and its slot reused
 	}
 	w := t.word.Load()
@@ -394,7 +394,7 @@ func (s *Scheduler) flush() {
 func (s *Scheduler) freeSlots(slots []uint32) {
 	reusable := slots[:0]
 	for _, slot := range slots {
-		if s.slab.retire(slot, s.slab.at(slot)) {
+		if s.slab.retire(s.slab.at(slot)) {
 			reusable = append(reusable, slot)
 		}
 	}
@@ -475,7 +475,7 @@ func (s *Scheduler) dropAll() {
 		if s.cfg.strategy == LazyCancel && e.tag != t.ref {
 			continue // a tombstone: the task's current entry is elsewhere
 		}
-		s.cancelForShutdown(e.slot, t)
+		s.cancelForShutdown(t)
 		s.drop(e.slot, t)
 	}
 	s.heap.items = nil
@@ -490,10 +490,8 @@ func (s *Scheduler) dropAll() {
 // cancelForShutdown marks a pending task cancelled, so that no run of it
 // can start, and counts it as dropped. A CancelTask racing with Shutdown
 // either wins (and counts a cancel) or loses; never both.
-func (s *Scheduler) cancelForShutdown(slot uint32, t *task) {
-	l := s.slab.stripe(slot)
-	l.Lock()
-	defer l.Unlock()
+func (s *Scheduler) cancelForShutdown(t *task) {
+	defer t.unlock(t.lockCurrent())
 	for {
 		w := t.word.Load()
 		if wordStatus(w) != statusPending {

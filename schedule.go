@@ -248,17 +248,14 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 		return false
 	}
 	slot := s.slab.slotOf(id)
-	l := s.slab.stripe(slot)
-	l.Lock()
-	if t.gen.Load() != id.gen() {
-		l.Unlock()
+	if !t.lock(id.gen()) {
 		return false
 	}
 	var w uint64
 	for {
 		w = t.word.Load()
 		if wordStatus(w) != statusPending {
-			l.Unlock()
+			t.unlock(id.gen())
 			return false
 		}
 		if t.word.CompareAndSwap(w, w|statusCancelled) {
@@ -270,7 +267,7 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 		// now. (A run in flight lets it go when it ends; see finish.)
 		t.release()
 	}
-	l.Unlock()
+	t.unlock(id.gen())
 	s.live.Add(-1)
 	s.cancelled.Add(1)
 	if s.cfg.strategy == EagerCancel {
@@ -307,31 +304,27 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 		return false
 	}
 	when := s.deadline(delay)
-	slot := s.slab.slotOf(id)
-	l := s.slab.stripe(slot)
-	l.Lock()
-	if t.gen.Load() != id.gen() {
-		l.Unlock()
+	if !t.lock(id.gen()) {
 		return false
 	}
 	var w uint64
 	for {
 		w = t.word.Load()
 		if wordStatus(w) != statusPending {
-			l.Unlock()
+			t.unlock(id.gen())
 			return false
 		}
 		if t.word.CompareAndSwap(w, packWord(when, w&flagMask)) {
 			break
 		}
 	}
-	l.Unlock()
+	t.unlock(id.gen())
 	if when < wordWhen(w) {
 		// The entry may now be later than the task: tell the owner.
 		if delay >= deferMoves {
 			s.noteMovedEarlier(when)
 		} else {
-			s.send(op{slot: slot, gen: id.gen(), kind: opEarlier}, when)
+			s.send(op{slot: s.slab.slotOf(id), gen: id.gen(), kind: opEarlier}, when)
 		}
 	}
 	return true

@@ -11,19 +11,19 @@ import (
 // hot path.
 //
 // A slot is reused only after its generation was bumped, and callers that
-// act on a task by ID hold the slot's stripe lock while they check the
-// generation and change the state word. The generation is bumped only under
-// that same lock, so a caller can never change the word of a later task that
-// reuses the slot.
+// act on a task by ID hold the task's lock while they check the generation
+// and change the state word. The generation is bumped only under that same
+// lock, so a caller can never change the word of a later task that reuses
+// the slot (the lock is the top bit of the generation word; see genLocked).
 //
 // IDs are scrambled per slab, so that an ID of one Scheduler does not name a
-// task of another. Every slot's generations start at the slab's random base
-// (never 0) and count up, skipping 0; a slot whose next generation would
-// come back round to the base is retired for good, so no (slot, generation)
-// pair, and hence no ID, is ever handed out twice. The slot is stored XORed
-// with a random key, so the low half of a foreign ID decodes to a slot of
-// this slab with probability about used/2^32, and its generation then
-// matches with probability 2^-32.
+// task of another. Generations have 31 bits. Every slot's generations start
+// at the slab's random base (never 0) and count up, skipping 0; a slot whose
+// next generation would come back round to the base is retired for good, so
+// no (slot, generation) pair, and hence no ID, is ever handed out twice. The
+// slot is stored XORed with a random key, so the low half of a foreign ID
+// decodes to a slot of this slab with probability about used/2^32, and its
+// generation then matches with probability 2^-31.
 //
 // Chunks whose slots are all free are given back, so that a scheduler that
 // lived through a spike of tasks does not keep the spike's memory (see
@@ -34,15 +34,9 @@ import (
 // the directory before the chunk went may still reach the old chunk's
 // memory, which stays valid for it; every slot there has had its generation
 // bumped, so the generation check turns it away.
-//
-// There are 256 stripe locks (16 KiB): callers on different cores seldom
-// want the same one at once. With 64, goroutines re-arming their own tasks
-// on two cores met on a stripe often enough to double the CPU per Reset at
-// 32 goroutines (BenchmarkParallelReset).
 const (
-	chunkBits   = 10
-	chunkSize   = 1 << chunkBits
-	stripeCount = 256
+	chunkBits = 10
+	chunkSize = 1 << chunkBits
 )
 
 // chunk is a block of slots. free counts its slots in its lane's free
@@ -55,13 +49,6 @@ type chunk struct {
 }
 
 func newChunk() *chunk { return &chunk{tasks: new([chunkSize]task)} }
-
-// stripe is a lock padded to its own cache line so that callers on
-// different cores do not contend on a shared line.
-type stripe struct {
-	sync.Mutex
-	_ [64 - 8]byte
-}
 
 type slab struct {
 	// dir holds the chunks. It is replaced when it grows, and its entries
@@ -80,9 +67,6 @@ type slab struct {
 	// of their next chunk start at.
 	grow  sync.Mutex
 	reuse []reusable
-	_     cacheLinePad
-
-	stripes [stripeCount]stripe
 }
 
 // reusable is the index of a chunk given back.
@@ -98,11 +82,11 @@ type directory struct {
 }
 
 // init draws the slab's ID scrambling. r must return uniformly random
-// values; base is never 0.
+// values; base is a generation: never 0, and below genLocked.
 func (sl *slab) init(r func() uint64) {
 	v := r()
 	sl.key = uint32(v)
-	sl.base = uint32(v >> 32)
+	sl.base = uint32(v >> 33)
 	if sl.base == 0 {
 		sl.base = 1
 	}
@@ -133,10 +117,10 @@ func (sl *slab) laneOf(slot uint32) uint8 {
 }
 
 // lookup returns the task that id names, or nil when id cannot name a task
-// of this slab. The caller must still check the generation under the
-// slot's stripe lock.
+// of this slab. The caller must still check the generation, by taking the
+// task's lock.
 func (sl *slab) lookup(id TaskID) *task {
-	if id.gen() == 0 {
+	if g := id.gen(); g == 0 || g&genLocked != 0 {
 		return nil
 	}
 	dir := sl.dir.Load()
@@ -153,10 +137,6 @@ func (sl *slab) lookup(id TaskID) *task {
 		return nil // given back: its slots hold no task
 	}
 	return &ch.tasks[slot&(chunkSize-1)]
-}
-
-func (sl *slab) stripe(slot uint32) *sync.Mutex {
-	return &sl.stripes[slot%stripeCount].Mutex
 }
 
 // alloc hands out a slot from the allocator of lane l, number k, adding a
@@ -242,9 +222,9 @@ func (sl *slab) giveBack(c uint32) {
 	// The next chunk's slots start at the latest generation reached here:
 	// counted from base, the largest (every slot is free, so none is 0 and
 	// none is base).
-	gen := ch.tasks[0].gen.Load()
+	gen := ch.tasks[0].generation()
 	for i := range ch.tasks {
-		if g := ch.tasks[i].gen.Load(); g-sl.base > gen-sl.base {
+		if g := ch.tasks[i].generation(); g-sl.base > gen-sl.base {
 			gen = g
 		}
 	}
@@ -260,18 +240,15 @@ func (sl *slab) giveBack(c uint32) {
 // reused: a slot whose generations have gone all the way round is never
 // reused (its generation is left at 0, which no ID carries), so no TaskID is
 // ever handed out twice.
-func (sl *slab) retire(slot uint32, t *task) bool {
-	l := sl.stripe(slot)
-	l.Lock()
+func (sl *slab) retire(t *task) bool {
+	g := t.lockCurrent()
 	t.release()
-	g := t.gen.Load() + 1
-	if g == 0 {
+	if g++; g == genLocked {
 		g = 1
 	}
 	if g == sl.base {
 		g = 0
 	}
-	t.gen.Store(g)
-	l.Unlock()
+	t.unlock(g)
 	return g != 0
 }

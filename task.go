@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"math"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -16,8 +17,9 @@ import (
 // practical purpose, an unknown ID.
 type TaskID uint64
 
-// The generation of an ID (high 32 bits); the slot is in the low 32 bits,
-// scrambled with the slab's key (see slab.id and slab.slotOf).
+// The generation of an ID (high 32 bits, of which generations use the low
+// 31); the slot is in the low 32 bits, scrambled with the slab's key (see
+// slab.id and slab.slotOf).
 func (id TaskID) gen() uint32 { return uint32(id >> 32) }
 
 // The state word of a task packs its deadline and its state into one
@@ -65,15 +67,16 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //
 // Ownership of the fields:
 //   - word: shared; changed only by CompareAndSwap (see the layout above).
-//   - gen: written only while the slot is being freed, under the slot's
-//     stripe lock; read by anyone.
+//   - gen: the slot's generation, in the low 31 bits, and the task's lock,
+//     in the top bit (see lock). The generation changes only when the slot
+//     is freed, by whoever holds the lock; anyone may read it.
 //   - The interval of a repeating task is not here: it travels to the owner
 //     with the add request and stays in the owner's map (Scheduler.intervals),
 //     which keeps a slot at 40 bytes for the one-shots that make up most
 //     tasks.
 //   - fn, arg: the job. Written when the slot is allocated, before its ID is
 //     published; read only by the worker that runs the job, while the
-//     running flag is set. They are cleared, under the slot's stripe lock,
+//     running flag is set. They are cleared, under the task's lock,
 //     by whoever sees the task cancelled with no run in flight (CancelTask,
 //     or the worker ending the run), and when the slot is freed: a job that
 //     can no longer run is never kept reachable.
@@ -102,10 +105,21 @@ func (t *task) call(id TaskID) {
 }
 
 // release drops the job so that the garbage collector can reclaim it and
-// everything it captures. The slot's stripe lock must be held.
+// everything it captures. The task's lock must be held.
 func (t *task) release() {
 	t.fn = nil
 	t.arg = nil
+}
+
+// releaseAt drops the job, as release does, if the slot still holds the
+// task of generation g; it takes the task's lock. If the slot has been
+// freed since (and its job dropped then), it may hold a new task by now,
+// whose job stays.
+func (t *task) releaseAt(g uint32) {
+	if t.lock(g) {
+		t.release()
+		t.unlock(g)
+	}
 }
 
 // letGo clears one holder's flag, flagOwned or flagRunning, and returns the
@@ -122,6 +136,66 @@ func (t *task) letGo(flag uint64) uint64 {
 }
 
 func unheld(w uint64) bool { return w&(flagOwned|flagRunning) == 0 }
+
+// genLocked is the top bit of a task's gen: set while someone holds the
+// task's lock. Callers that act on a task by ID (CancelTask, Reset) hold it
+// while they check the generation and change the word or drop the job;
+// whoever frees the slot holds it while it drops the job and moves the
+// generation on. So a caller never changes a later task that reuses the
+// slot: its ID's generation no longer matches, and cannot start to match
+// while it holds the lock.
+//
+// The lock sits in the task's own cache line, which the holder touches
+// anyway, as the Go runtime keeps a lock in each timer: callers on
+// different cores acting on different tasks share no line. It is held for
+// a few instructions, so a caller that finds it taken spins briefly and
+// then yields its processor until it is free.
+const genLocked = 1 << 31
+
+// lock takes the task's lock for a caller holding an ID of generation g,
+// and reports false, taking nothing, when g is not, or is no longer, the
+// slot's generation.
+func (t *task) lock(g uint32) bool {
+	for spins := 0; ; spins++ {
+		cur := t.gen.Load()
+		if cur == g && t.gen.CompareAndSwap(g, g|genLocked) {
+			return true
+		}
+		if cur&^genLocked != g {
+			return false
+		}
+		backOff(spins)
+	}
+}
+
+// lockCurrent takes the task's lock whatever its generation, which it
+// returns. It is for holders of the slot (a worker running its job, the
+// owner), whose task cannot be freed under them.
+func (t *task) lockCurrent() uint32 {
+	for spins := 0; ; spins++ {
+		if cur := t.gen.Load(); cur&genLocked == 0 && t.gen.CompareAndSwap(cur, cur|genLocked) {
+			return cur
+		}
+		backOff(spins)
+	}
+}
+
+// unlock releases the task's lock, leaving generation g: the one it was
+// taken at, or the next one when the slot has just been freed.
+func (t *task) unlock(g uint32) { t.gen.Store(g) }
+
+// generation returns the slot's generation, whether or not its lock is
+// held.
+func (t *task) generation() uint32 { return t.gen.Load() &^ genLocked }
+
+// backOff waits a little before the next attempt to take a task's lock:
+// after a few spins it lets other goroutines run, since a holder that was
+// preempted needs a processor to finish.
+func backOff(spins int) {
+	if spins >= 4 {
+		runtime.Gosched()
+	}
+}
 
 // noIndex marks a task that has no entry in an eager heap.
 const noIndex = math.MaxUint32
