@@ -91,6 +91,13 @@ type lane struct {
 	chunks     int
 	empty      int
 
+	// Counters of the tasks whose slots the lane hands out (counters.go):
+	// adds through the lane (written under mu), cancels of its tasks, and
+	// the lazy cancels left before the owner must look at its heap.
+	scheduled     atomic.Uint64
+	cancelled     atomic.Uint64
+	tombstoneRoom atomic.Int64
+
 	processed atomic.Uint64 // ops the owner has applied; written by the owner
 	bit       uint32        // the lane's bit in Scheduler.busyLanes
 	_         cacheLinePad
@@ -101,6 +108,7 @@ func (s *Scheduler) initLanes() {
 		s.lanes[i].room.L = &s.lanes[i].mu
 		s.lanes[i].bit = 1 << i
 		s.lanes[i].from = never
+		s.lanes[i].tombstoneRoom.Store(1) // until the owner shares out room
 	}
 }
 
@@ -160,8 +168,7 @@ func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Dura
 	}
 	t.word.Store(packWord(when, flags))
 	gen := t.generation()
-	s.scheduled.Add(1) // before live: see Stats on the order of reads
-	s.live.Add(1)
+	l.scheduled.Add(1)
 	wake := s.appendOp(l, op{slot: slot, gen: gen, kind: opAdd, interval: int64(interval)}, when)
 	l.mu.Unlock()
 	if wake {

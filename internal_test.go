@@ -208,7 +208,7 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 	s.runOne(s.runs.items[0], &fb)
 	assert.Equal(t, 1, ran)
 	assert.Equal(t, 0, s.heap.len(), "every tombstone was discarded")
-	assert.Equal(t, int64(0), s.dead.Load())
+	assert.Equal(t, int64(0), s.tombstones())
 }
 
 func TestNextRunKeepsThePhaseAndCountsMissedDeadlines(t *testing.T) {
@@ -532,13 +532,13 @@ func TestTombstonesNeverReachAChunkGivenBack(t *testing.T) {
 		}
 	}
 	s.step(0)
-	require.Positive(t, s.dead.Load(), "tombstones in the heap")
+	require.Positive(t, s.tombstones(), "tombstones in the heap")
 
 	at := s.now() + int64(time.Hour)
 	s.step(at)                       // every task comes due...
 	s.dropDue(s.runs.takeAll(false)) // ...and its run ends, freeing its slot
 	s.step(at)                       // the chunks go, and the tombstones first
-	assert.Zero(t, s.dead.Load())
+	assert.Zero(t, s.tombstones())
 	assert.Zero(t, s.heap.len())
 	assert.Less(t, liveChunks(s), peak, "no chunk given back")
 	assert.LessOrEqual(t, liveChunks(s), 2*laneCount)

@@ -94,6 +94,9 @@ func (s *Scheduler) loop() {
 		if wakeAt < 0 {
 			wakeAt = never
 		}
+		if s.cfg.strategy == LazyCancel {
+			s.shareTombstoneRoom()
+		}
 		s.sleepUntil.Store(wakeAt)
 		if s.inboxWaiting() || s.movedEarlier.Load() < wakeAt {
 			s.sleepUntil.Store(0)
@@ -167,7 +170,7 @@ func (s *Scheduler) apply(o op) {
 	case opAdd:
 		if wordStatus(w) == statusCancelled {
 			if s.cfg.strategy == LazyCancel {
-				s.dead.Add(-1)
+				s.countTombstones(-1)
 			}
 			s.drop(o.slot, t)
 			return
@@ -192,7 +195,7 @@ func (s *Scheduler) apply(o op) {
 		}
 		// Lazy: the old entry becomes a tombstone.
 		s.pushEntry(o.slot, t, when)
-		s.dead.Add(1)
+		s.countTombstones(1)
 	case opRemove:
 		i := t.ref
 		if w&flagOwned == 0 || int(i) >= s.heap.len() || s.heap.items[i].slot != o.slot {
@@ -238,14 +241,14 @@ func (s *Scheduler) runDue(now int64) {
 		t := s.slab.at(e.slot)
 		if s.cfg.strategy == LazyCancel && e.tag != t.ref {
 			s.heap.pop() // tombstone of an earlier deadline
-			s.dead.Add(-1)
+			s.countTombstones(-1)
 			continue
 		}
 		w := t.word.Load()
 		if wordStatus(w) == statusCancelled {
 			s.heap.pop()
 			if s.cfg.strategy == LazyCancel {
-				s.dead.Add(-1)
+				s.countTombstones(-1)
 			}
 			s.drop(e.slot, t)
 			continue
@@ -261,7 +264,7 @@ func (s *Scheduler) runDue(now int64) {
 				continue // a caller changed it meanwhile; look again
 			}
 			s.heap.pop()
-			s.live.Add(-1)
+			s.countEnded()
 			s.due(e.slot, e.when)
 			continue
 		}
@@ -415,7 +418,7 @@ func (s *Scheduler) giveBackChunks() {
 	if want == 0 {
 		return
 	}
-	if s.cfg.strategy == LazyCancel && s.dead.Load() != 0 {
+	if s.tombstones() != 0 {
 		s.compact()
 	}
 	for ; want != 0; want &= want - 1 {
@@ -434,7 +437,7 @@ func (s *Scheduler) giveBackChunks() {
 // entries per live task. (The Go runtime's rule, a quarter of the heap,
 // would allow 1.33.)
 func (s *Scheduler) tooManyTombstones() bool {
-	d := s.dead.Load()
+	d := s.tombstones()
 	return d > 0 && 5*d > int64(s.heap.len())
 }
 
@@ -445,11 +448,11 @@ func (s *Scheduler) compact() {
 	for _, e := range items {
 		t := s.slab.at(e.slot)
 		if e.tag != t.ref {
-			s.dead.Add(-1)
+			s.countTombstones(-1)
 			continue
 		}
 		if wordStatus(t.word.Load()) == statusCancelled {
-			s.dead.Add(-1)
+			s.countTombstones(-1)
 			s.drop(e.slot, t)
 			continue
 		}
@@ -501,7 +504,7 @@ func (s *Scheduler) cancelForShutdown(t *task) {
 			if w&flagRunning == 0 {
 				t.release()
 			}
-			s.live.Add(-1)
+			s.countEnded()
 			s.dropped.Add(1)
 			return
 		}

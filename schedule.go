@@ -74,17 +74,12 @@ type Scheduler struct {
 	heapLen atomic.Int64
 	loops   atomic.Uint64 // loop iterations completed
 	skipped atomic.Uint64
+	ended   atomic.Int64 // tasks that stopped being pending other than by CancelTask
+	deadOwn atomic.Int64 // the owner's part of the tombstone count (counters.go)
 	_       cacheLinePad
 
 	runs runQueue // due jobs and the drain runs that take them (fire.go)
 	_    cacheLinePad
-
-	// Counters written by callers (and by the owner or runs as tasks end).
-	live      atomic.Int64 // pending tasks (Len)
-	dead      atomic.Int64 // lazy: tombstones in the heap or on their way
-	scheduled atomic.Uint64
-	cancelled atomic.Uint64
-	_         cacheLinePad
 
 	// Counters written by runs as jobs start and end.
 	fired       atomic.Uint64
@@ -268,17 +263,11 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 		t.release()
 	}
 	t.unlock(id.gen())
-	s.live.Add(-1)
-	s.cancelled.Add(1)
+	// Lazy: the entry stays as a tombstone, which the count wakes the owner
+	// for when tombstones may call for a rebuild (counters.go).
+	s.countCancel(slot)
 	if s.cfg.strategy == EagerCancel {
 		s.send(op{slot: slot, gen: id.gen(), kind: opRemove}, 0)
-		return true
-	}
-	// Lazy: the entry stays as a tombstone. Wake the owner when tombstones
-	// first call for a rebuild, so it reclaims them even if nothing else is
-	// going on.
-	if d := s.dead.Add(1); 5*d > s.heapLen.Load() && 5*(d-1) <= s.heapLen.Load() {
-		s.wakeOwner()
 	}
 	return true
 }
@@ -337,7 +326,7 @@ func (s *Scheduler) Len() int {
 	if s.closed.Load() {
 		return 0
 	}
-	return int(s.live.Load())
+	return int(s.pending())
 }
 
 // IsShutdown reports whether Shutdown or ShutdownContext has been called.

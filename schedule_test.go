@@ -632,6 +632,36 @@ func TestTombstonesStayUnderAQuarterOfTheHeap(t *testing.T) {
 	})
 }
 
+func TestCancelsAloneWakeTheOwnerToDropTheirEntries(t *testing.T) {
+	eachScheduler(t, 1, func(t *testing.T, s *schedule.Scheduler) {
+		// Cancels from several goroutines, so that they fall on several
+		// inbox lanes; nothing else happens that would wake the owner
+		// (Stats wakes it only for requests, and lazy cancels send none).
+		const tasks, cancellers, each = 4000, 4, 400
+		ids := make([]schedule.TaskID, tasks)
+		for i := range ids {
+			var err error
+			ids[i], err = s.ScheduleOne(nop, time.Hour+time.Duration(i)*time.Millisecond)
+			require.NoError(t, err)
+		}
+		require.Equal(t, tasks, settledStats(s).HeapEntries)
+		var wg sync.WaitGroup
+		for c := range cancellers {
+			wg.Go(func() {
+				for _, id := range ids[c*each : (c+1)*each] {
+					assert.True(t, s.CancelTask(id))
+				}
+			})
+		}
+		wg.Wait()
+		synctest.Wait()
+		st := s.Stats()
+		live := tasks - cancellers*each
+		assert.Equal(t, live, st.Pending)
+		assert.LessOrEqual(t, st.HeapEntries, live*5/4+1, "a fifth of the heap is tombstones and the owner slept on")
+	})
+}
+
 func TestMovingDeadlinesEarlierLeavesBoundedTombstones(t *testing.T) {
 	eachScheduler(t, 1, func(t *testing.T, s *schedule.Scheduler) {
 		rec := newRecorder()
