@@ -28,7 +28,8 @@ var parallelGoroutines = []int{1, 2, 8, 32}
 
 // runParallel runs op from g goroutines, b.N calls in all, with
 // b.RunParallel (1 goroutine: a plain loop), and reports cpu-ns/op. Each
-// goroutine gets its own index, from 0, for op to pick its own tasks.
+// of the goroutines(g) goroutines gets its own index, from 0, for op to
+// pick its own tasks.
 func runParallel(b *testing.B, g int, op func(worker, i int)) {
 	b.ReportAllocs()
 	cpu0, cpuOK := cpuTime()
@@ -40,8 +41,7 @@ func runParallel(b *testing.B, g int, op func(worker, i int)) {
 			i++
 		}
 	} else {
-		procs := runtime.GOMAXPROCS(0)
-		b.SetParallelism((g + procs - 1) / procs)
+		b.SetParallelism(goroutines(g) / runtime.GOMAXPROCS(0))
 		var workers atomic.Int32
 		b.RunParallel(func(pb *testing.PB) {
 			w := int(workers.Add(1)) - 1
@@ -56,44 +56,61 @@ func runParallel(b *testing.B, g int, op func(worker, i int)) {
 	}
 }
 
-// perWorker is how many tasks each goroutine of the Reset and cancel+add
-// benchmarks re-arms, round-robin.
-const perWorker = 4096
+// rearmed is how many tasks the Reset and cancel+add benchmarks re-arm,
+// round-robin, whatever the number of goroutines: each of g goroutines
+// takes its own contiguous g-th of them (share), so the tasks touched, and
+// hence the cache misses per operation, stay the same as goroutines are
+// added, and what grows is only what the goroutines share.
+const rearmed = 1 << 17
 
-// maxWorkers bounds the goroutines RunParallel may start for 32.
-func maxWorkers() int {
-	procs := runtime.GOMAXPROCS(0)
-	return procs * ((32 + procs - 1) / procs)
+// share returns the tasks of goroutine w of the goroutines runParallel
+// starts for g: its own slice of all.
+func share[T any](all []T, w, g int) []T {
+	n := len(all) / goroutines(g)
+	return all[w*n : (w+1)*n]
 }
 
-// workerTasks returns a scheduler holding perWorker pending tasks for each
-// goroutine a parallel benchmark may start, and their IDs by goroutine.
-func workerTasks(b *testing.B, strategy schedule.CancelStrategy) (*schedule.Scheduler, [][]schedule.TaskID) {
+// goroutines returns how many goroutines runParallel starts for g: g
+// rounded up to a multiple of GOMAXPROCS, as RunParallel starts them.
+func goroutines(g int) int {
+	if g == 1 {
+		return 1
+	}
+	procs := runtime.GOMAXPROCS(0)
+	return procs * ((g + procs - 1) / procs)
+}
+
+// maxWorkers bounds the goroutines RunParallel may start for 32.
+func maxWorkers() int { return goroutines(32) }
+
+// rearmedTasks returns a scheduler holding rearmed pending tasks, and
+// their IDs.
+func rearmedTasks(b *testing.B, strategy schedule.CancelStrategy) (*schedule.Scheduler, []schedule.TaskID) {
 	s := newScheduler(b, strategy)
-	ids := make([][]schedule.TaskID, maxWorkers())
-	for w := range ids {
-		for i := range perWorker {
-			id, err := s.ScheduleOne(nop, far(i))
-			if err != nil {
-				b.Fatal(err)
-			}
-			ids[w] = append(ids[w], id)
+	ids := make([]schedule.TaskID, rearmed)
+	for i := range ids {
+		id, err := s.ScheduleOne(nop, far(i))
+		if err != nil {
+			b.Fatal(err)
 		}
+		ids[i] = id
 	}
 	s.Settle()
 	return s, ids
 }
 
-// workerTimers is workerTasks for the runtime's timers, stopped when the
+// rearmedTimers is rearmedTasks for the runtime's timers, stopped when the
 // benchmark ends.
-func workerTimers(b *testing.B) [][]*time.Timer {
-	timers := make([][]*time.Timer, maxWorkers())
-	for w := range timers {
-		for i := range perWorker {
-			timers[w] = append(timers[w], time.AfterFunc(far(i), nop))
-		}
+func rearmedTimers(b *testing.B) []*time.Timer {
+	timers := make([]*time.Timer, rearmed)
+	for i := range timers {
+		timers[i] = time.AfterFunc(far(i), nop)
 	}
-	b.Cleanup(func() { stopAll(timers) })
+	b.Cleanup(func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	})
 	return timers
 }
 
@@ -135,18 +152,20 @@ func BenchmarkParallelReset(b *testing.B) {
 	for _, g := range parallelGoroutines {
 		for _, st := range benchStrategies {
 			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
-				s, ids := workerTasks(b, st.strategy)
+				s, all := rearmedTasks(b, st.strategy)
 				runParallel(b, g, func(w, i int) {
-					if !s.Reset(ids[w][i%perWorker], far(i)+time.Hour) {
+					ids := share(all, w, g)
+					if !s.Reset(ids[i%len(ids)], far(i)+time.Hour) {
 						b.Error("Reset reported the task not pending")
 					}
 				})
 			})
 		}
 		b.Run(fmt.Sprintf("g=%d/runtime", g), func(b *testing.B) {
-			timers := workerTimers(b)
+			all := rearmedTimers(b)
 			runParallel(b, g, func(w, i int) {
-				timers[w][i%perWorker].Reset(far(i) + time.Hour)
+				timers := share(all, w, g)
+				timers[i%len(timers)].Reset(far(i) + time.Hour)
 			})
 		})
 	}
@@ -158,24 +177,26 @@ func BenchmarkParallelCancelAdd(b *testing.B) {
 	for _, g := range parallelGoroutines {
 		for _, st := range benchStrategies {
 			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
-				s, ids := workerTasks(b, st.strategy)
+				s, all := rearmedTasks(b, st.strategy)
 				runParallel(b, g, func(w, i int) {
-					k := i % perWorker
-					s.CancelTask(ids[w][k])
+					ids := share(all, w, g)
+					k := i % len(ids)
+					s.CancelTask(ids[k])
 					id, err := s.ScheduleOne(nop, far(i))
 					if err != nil {
 						b.Error(err)
 					}
-					ids[w][k] = id
+					ids[k] = id
 				})
 			})
 		}
 		b.Run(fmt.Sprintf("g=%d/runtime", g), func(b *testing.B) {
-			timers := workerTimers(b)
+			all := rearmedTimers(b)
 			runParallel(b, g, func(w, i int) {
-				k := i % perWorker
-				timers[w][k].Stop()
-				timers[w][k] = time.AfterFunc(far(i), nop)
+				timers := share(all, w, g)
+				k := i % len(timers)
+				timers[k].Stop()
+				timers[k] = time.AfterFunc(far(i), nop)
 			})
 		})
 	}

@@ -34,7 +34,7 @@ import (
 //
 // The parallel rows beat from every P at once: the baseline's one mutex is
 // a single hot lock, the Monitor's key index has 256 locks and the
-// scheduler's Reset takes one of 64 stripe locks, by the task's slot.
+// scheduler's Reset takes the lock of the task alone.
 
 var benchKeys = flag.Int("heartbeat.keys", 1_000_000, "number of keys the heartbeat benchmarks watch")
 
