@@ -14,10 +14,11 @@ package schedule
 //     rather than adds.
 //
 // Readers sum the lanes. They read what ends tasks before what starts them,
-// so that every end they count comes with its start: a sum is never
-// negative (but for a lazy cancel counted before the owner's discard of its
-// tombstone, which tombstones clamps), and Stats keeps Scheduled ≥ Pending
-// + Cancelled + Dropped.
+// so that every end they count comes with its start: the pending count is
+// never negative, and Stats keeps Scheduled ≥ Pending + Cancelled +
+// Dropped. (The tombstone count can be, for a moment: the owner may discard
+// a tombstone before the cancel that made it is counted in its lane;
+// tombstones clamps it at 0.)
 //
 // The owner must look at a lazy heap once tombstones make up a fifth of it
 // (tooManyTombstones), even if nothing else wakes it. Before it sleeps it
