@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/go-schedule/schedule"
 )
 
 // The parallel benchmarks call the scheduler from 1, 2, 8 and 32
@@ -83,45 +81,6 @@ func goroutines(g int) int {
 // maxWorkers bounds the goroutines RunParallel may start for 32.
 func maxWorkers() int { return goroutines(32) }
 
-// rearmedTasks returns a scheduler holding rearmed pending tasks, and
-// their IDs.
-func rearmedTasks(b *testing.B, strategy schedule.CancelStrategy) (*schedule.Scheduler, []schedule.TaskID) {
-	s := newScheduler(b, strategy)
-	ids := make([]schedule.TaskID, rearmed)
-	for i := range ids {
-		id, err := s.ScheduleOne(nop, far(i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = id
-	}
-	s.Settle()
-	return s, ids
-}
-
-// rearmedTimers is rearmedTasks for the runtime's timers, stopped when the
-// benchmark ends.
-func rearmedTimers(b *testing.B) []*time.Timer {
-	timers := make([]*time.Timer, rearmed)
-	for i := range timers {
-		timers[i] = time.AfterFunc(far(i), nop)
-	}
-	b.Cleanup(func() {
-		for _, t := range timers {
-			t.Stop()
-		}
-	})
-	return timers
-}
-
-func stopAll(timers [][]*time.Timer) {
-	for _, ts := range timers {
-		for _, t := range ts {
-			t.Stop()
-		}
-	}
-}
-
 // BenchmarkParallelScheduleOne adds tasks an hour or so out; the runtime
 // row is time.AfterFunc.
 func BenchmarkParallelScheduleOne(b *testing.B) {
@@ -138,7 +97,13 @@ func BenchmarkParallelScheduleOne(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("g=%d/runtime", g), func(b *testing.B) {
 			timers := make([][]*time.Timer, maxWorkers())
-			b.Cleanup(func() { stopAll(timers) })
+			b.Cleanup(func() {
+				for _, ts := range timers {
+					for _, t := range ts {
+						t.Stop()
+					}
+				}
+			})
 			runParallel(b, g, func(w, i int) {
 				timers[w] = append(timers[w], time.AfterFunc(far(i), nop))
 			})
@@ -146,13 +111,13 @@ func BenchmarkParallelScheduleOne(b *testing.B) {
 	}
 }
 
-// BenchmarkParallelReset postpones pending tasks, each goroutine its own;
-// the runtime row is Timer.Reset.
+// BenchmarkParallelReset postpones pending tasks, each goroutine its own
+// share of them; the runtime row is Timer.Reset.
 func BenchmarkParallelReset(b *testing.B) {
 	for _, g := range parallelGoroutines {
 		for _, st := range benchStrategies {
 			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
-				s, all := rearmedTasks(b, st.strategy)
+				s, all := filled(b, st.strategy, rearmed)
 				runParallel(b, g, func(w, i int) {
 					ids := share(all, w, g)
 					if !s.Reset(ids[i%len(ids)], far(i)+time.Hour) {
@@ -162,7 +127,7 @@ func BenchmarkParallelReset(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("g=%d/runtime", g), func(b *testing.B) {
-			all := rearmedTimers(b)
+			all := runtimeFilled(b, rearmed)
 			runParallel(b, g, func(w, i int) {
 				timers := share(all, w, g)
 				timers[i%len(timers)].Reset(far(i) + time.Hour)
@@ -172,12 +137,13 @@ func BenchmarkParallelReset(b *testing.B) {
 }
 
 // BenchmarkParallelCancelAdd re-arms tasks by cancelling each and adding a
-// new one, each goroutine its own; the runtime row is Stop+AfterFunc.
+// new one, each goroutine its own share of them; the runtime row is
+// Stop+AfterFunc.
 func BenchmarkParallelCancelAdd(b *testing.B) {
 	for _, g := range parallelGoroutines {
 		for _, st := range benchStrategies {
 			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
-				s, all := rearmedTasks(b, st.strategy)
+				s, all := filled(b, st.strategy, rearmed)
 				runParallel(b, g, func(w, i int) {
 					ids := share(all, w, g)
 					k := i % len(ids)
@@ -191,7 +157,7 @@ func BenchmarkParallelCancelAdd(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("g=%d/runtime", g), func(b *testing.B) {
-			all := rearmedTimers(b)
+			all := runtimeFilled(b, rearmed)
 			runParallel(b, g, func(w, i int) {
 				timers := share(all, w, g)
 				k := i % len(timers)
