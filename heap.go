@@ -39,8 +39,18 @@ func (h *deadlineHeap) forget(e entry) {
 	}
 }
 
-// push adds e.
+// push adds e. A full heap doubles its capacity, where append would grow
+// a large slice by a quarter: filling a heap to a million entries then
+// copies, and first touches, about two entries' worth of fresh memory per
+// entry rather than five. With append, growing the heap took a third of
+// the process's CPU while eight goroutines added a million tasks. The
+// price is capacity: up to twice the entries while the heap grows (a spike
+// of ten million tasks peaks at 75 bytes a task instead of 65), which
+// shrink gives back as it drains.
 func (h *deadlineHeap) push(e entry) {
+	if len(h.items) == cap(h.items) {
+		h.resize(2 * len(h.items))
+	}
 	h.items = append(h.items, e)
 	h.up(len(h.items)-1, e)
 }
