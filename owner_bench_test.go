@@ -14,7 +14,8 @@ import (
 // operation, so owner-ops/s, 1e9/(ns/op), is the most one owner can take
 // however many cores feed it: the ceilings in docs/scaling.md.
 //
-//	go test -run '^$' -bench Owner -count 6
+//	go test -run '^$' -bench 'Owner/(add|cancel|reset|fire)' -benchtime 1000000x -count 6
+//	go test -run '^$' -bench Owner/adjust -benchtime 30x -count 3
 func BenchmarkOwner(b *testing.B) {
 	const pending, batch = 1_000_000, 4096
 	r := rand.New(rand.NewPCG(1, 2))
