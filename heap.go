@@ -67,7 +67,6 @@ func (h *deadlineHeap) removeAt(i int) {
 	e := h.items[last]
 	h.items = h.items[:last]
 	if i == last {
-		h.shrink()
 		return
 	}
 	if i > 0 && e.when < h.items[(i-1)/heapArity].when {
@@ -75,7 +74,6 @@ func (h *deadlineHeap) removeAt(i int) {
 	} else {
 		h.down(i, e)
 	}
-	h.shrink()
 }
 
 // setWhen changes the deadline of the entry at index i and restores the
@@ -149,6 +147,8 @@ func (h *deadlineHeap) heapify() {
 // shrink gives memory back after the heap emptied out: when fewer than a
 // quarter of its capacity is used, the slice is copied into one twice the
 // length. Growth and shrinkage together stay amortised O(1) per entry.
+// Removing entries does not shrink the heap: the owner calls shrink when
+// no deadline is near (Scheduler.shrinkWhenQuiet).
 func (h *deadlineHeap) shrink() {
 	if c := cap(h.items); c > minHeapCap && len(h.items) < c/4 {
 		h.resize(2 * len(h.items))

@@ -53,6 +53,7 @@ func (s *Scheduler) step(now int64) {
 	}
 	s.flush()
 	s.giveBackChunks()
+	s.shrinkWhenQuiet(now)
 }
 
 // checkHeap verifies the heap order and, when the heap is indexed, that
@@ -133,8 +134,49 @@ func TestHeapShrinksWhenItDrains(t *testing.T) {
 	}
 	for h.len() > 10 {
 		h.pop()
+		h.shrink()
 	}
 	assert.LessOrEqual(t, cap(h.items), 1024)
+}
+
+func TestOwnerShrinksItsHeapOnlyWhenNoDeadlineIsNear(t *testing.T) {
+	s := bare(LazyCancel)
+	const n, gap = 100_000, int64(10 * time.Microsecond)
+	start := s.now()
+	for i := range n {
+		// A stream of deadlines 10 µs apart, and one an hour out.
+		d := time.Duration(int64(i) * gap)
+		if i == n-1 {
+			d = time.Hour
+		}
+		_, err := s.ScheduleOne(func() {}, d)
+		require.NoError(t, err)
+		if i%4096 == 0 {
+			s.step(start)
+		}
+	}
+	s.step(start)
+	full := cap(s.heap.items)
+	require.GreaterOrEqual(t, full, n)
+
+	whens := make([]int64, 0, n)
+	for _, e := range s.heap.items {
+		whens = append(whens, e.when)
+	}
+	slices.Sort(whens)
+
+	// The owner hands over all but the last 10,000 of the stream, leaving
+	// less than a quarter of the heap; the next deadline is 10 µs away, so
+	// it keeps the heap's size.
+	s.step(whens[n-10_001])
+	require.Equal(t, 10_000, s.heap.len())
+	require.Less(t, s.heap.len(), full/4)
+	assert.Equal(t, full, cap(s.heap.items), "shrank while deadlines were due any moment")
+
+	// Past the stream, the next deadline is an hour away: it shrinks.
+	s.step(whens[n-2])
+	require.Equal(t, 1, s.heap.len())
+	assert.Less(t, cap(s.heap.items), full/4)
 }
 
 func TestHeapifyRestoresOrderAndIndex(t *testing.T) {
