@@ -263,8 +263,9 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 		t.release()
 	}
 	t.unlock(id.gen())
-	// Lazy: the entry stays as a tombstone, which the count wakes the owner
-	// for when tombstones may call for a rebuild (counters.go).
+	// Eager: the owner removes the entry now. Lazy: the entry stays as a
+	// tombstone, and counting the cancel wakes the owner when tombstones may
+	// call for a rebuild (counters.go).
 	s.countCancel(slot)
 	if s.cfg.strategy == EagerCancel {
 		s.send(op{slot: slot, gen: id.gen(), kind: opRemove}, 0)
