@@ -13,7 +13,8 @@ import (
 // applies the requests in its inbox, hands due tasks to the run queue in
 // deadline order, starts drain runs on the pool, reclaims tombstones, and
 // sleeps on one timer set for whichever comes first: the earliest deadline
-// or a retry of runs the pool refused.
+// or a retry of runs the pool refused. On Linux it sleeps the last
+// millisecond before a deadline in the kernel instead (nap.go).
 
 // The owner hands due tasks to the run queue in chunks while it pops them,
 // so that the first of a million simultaneous deadlines starts while the
@@ -48,6 +49,9 @@ func (s *Scheduler) loop() {
 		s.drainInbox()
 		now := s.now()
 		s.runDue(now)
+		if s.dueCount > 0 {
+			s.handedAt = now
+		}
 		if s.cfg.strategy == LazyCancel && s.tooManyTombstones() {
 			s.compact()
 		}
@@ -72,14 +76,33 @@ func (s *Scheduler) loop() {
 			next = min(next, s.retryAt)
 		}
 		next = min(next, s.movedEarlier.Load())
+		if until, ok := s.napUntil(next, s.now()); ok {
+			// The last stretch before a deadline: sleep it in the kernel.
+			if armed >= 0 {
+				timer.Stop()
+				armed = -1
+			}
+			select {
+			case <-s.quit:
+				s.dropAll()
+				return
+			default:
+			}
+			timerFired = s.nap(until)
+			continue
+		}
 		if next != armed {
 			if next >= never {
 				timer.Stop()
 				armed = -1
 			} else {
 				// Measure again: runDue may have taken a while, and the wait is
-				// to an absolute deadline.
-				timer.Reset(time.Duration(next - s.now()))
+				// to an absolute deadline. With naps, wake napMax early.
+				wait := next - s.now()
+				if s.naps {
+					wait -= int64(napMax)
+				}
+				timer.Reset(time.Duration(wait))
 				armed = next
 			}
 		}

@@ -1,0 +1,82 @@
+package schedule
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNapsAreOffInsideASynctestBubble(t *testing.T) {
+	s, err := New(1)
+	require.NoError(t, err)
+	assert.Equal(t, canNap, s.naps, "outside a bubble")
+	s.Shutdown()
+
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(1)
+		require.NoError(t, err)
+		assert.False(t, s.naps, "inside a bubble the clock stands still while the owner naps")
+		s.Shutdown()
+	})
+}
+
+func TestNapEndsAtTheDeadlineOrOneGapAfterTheLastHandOver(t *testing.T) {
+	s := bare(LazyCancel)
+	s.naps = true
+	const now = int64(time.Hour)
+	s.handedAt = now - int64(time.Second)
+
+	_, ok := s.napUntil(now+int64(napMax)+1, now)
+	assert.False(t, ok, "a deadline more than napMax away is left to the timer")
+	_, ok = s.napUntil(never, now)
+	assert.False(t, ok, "nothing to wait for")
+
+	until, ok := s.napUntil(now+int64(300*time.Microsecond), now)
+	assert.True(t, ok)
+	assert.Equal(t, now+int64(300*time.Microsecond), until, "a deadline on its own is met")
+
+	s.handedAt = now - int64(100*time.Microsecond)
+	until, ok = s.napUntil(now+int64(10*time.Microsecond), now)
+	assert.True(t, ok)
+	assert.Equal(t, s.handedAt+int64(napGap), until, "a deadline close behind a hand-over waits for the gap")
+	until, _ = s.napUntil(now+int64(900*time.Microsecond), now)
+	assert.Equal(t, now+int64(900*time.Microsecond), until, "a deadline past the gap is met")
+
+	s.naps = false
+	_, ok = s.napUntil(now+int64(10*time.Microsecond), now)
+	assert.False(t, ok, "naps off")
+}
+
+// A task every 50 µs keeps the owner napping from one deadline to the
+// next: requests and Shutdown must still get through. Real time, with
+// margins of seconds.
+func TestNappingOwnerTakesRequestsAndShutsDown(t *testing.T) {
+	s, err := New(2)
+	require.NoError(t, err)
+	var ticks atomic.Int64
+	_, err = s.Schedule(func() { ticks.Add(1) }, 50*time.Microsecond)
+	require.NoError(t, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for ticks.Load() < 20 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	require.GreaterOrEqual(t, ticks.Load(), int64(20), "the repeating task runs")
+
+	ran := make(chan struct{})
+	_, err = s.ScheduleOne(func() { close(ran) }, 0)
+	require.NoError(t, err)
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a job added while the owner naps never ran")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	assert.NoError(t, s.ShutdownContext(ctx))
+}
