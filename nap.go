@@ -17,10 +17,12 @@ import "time"
 // processor until the runtime's monitor takes it back, which takes tens of
 // microseconds at best, so an owner that has just started a run yields to
 // it first: otherwise the run waited about 90 µs for another processor on
-// the benchmarks' VM, every time. A napping owner cannot be woken: a
-// request that cannot wait (inbox.go) waits for the end of the nap, less
-// than napMax, which is no longer than the runtime's own timer would have
-// made it wait. Shutdown waits for it too.
+// the benchmarks' VM, every time. With GOMAXPROCS 1, other goroutines may
+// likewise wait for the monitor, at most for the rest of the nap. A
+// napping owner cannot be woken: a request that cannot wait (inbox.go)
+// waits for the end of the nap, less than napMax, which is no longer than
+// the runtime's own timer would have made it wait. Shutdown waits for it
+// too.
 //
 // Naps are rationed: a deadline that falls within napGap of the owner's
 // last hand-over of due tasks is served napGap after it, together with
