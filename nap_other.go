@@ -8,4 +8,5 @@ import "time"
 // the other platforms' pollers take timeouts finer than a millisecond.
 const canNap = false
 
+// kernelSleep is never called where canNap is false.
 func kernelSleep(time.Duration) {}
