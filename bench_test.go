@@ -272,7 +272,9 @@ func BenchmarkFire(b *testing.B) {
 // costs: each iteration arms 1,000 one-shots 10 µs apart (100,000 a second,
 // the rate of bench/'s fire workload), starting 1 ms out, and waits until
 // all of them ran. cpu-ns/job is the process's CPU time per job, arming
-// included; wall time is set by the stream, not by the work. The runtime
+// included; wall time is set by the stream, not by the work. late-p50-µs
+// and late-p99-µs are how late the jobs started, each measured by the job
+// against its deadline counted from the start of its round. The runtime
 // row is AfterFunc.
 func BenchmarkFireSparse(b *testing.B) {
 	for _, st := range benchStrategies {

@@ -2,6 +2,8 @@ package schedule
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -79,4 +81,33 @@ func TestNappingOwnerTakesRequestsAndShutsDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	assert.NoError(t, s.ShutdownContext(ctx))
+}
+
+// BenchmarkWakeUpLateness measures how late a goroutine wakes from a sleep
+// on a Go timer and from a nap in the kernel, the figures behind naps
+// (nap.go). Each iteration sleeps once; late-µs-p50 is the median lateness.
+//
+//	go test -run '^$' -bench WakeUpLateness -benchtime 200x .
+func BenchmarkWakeUpLateness(b *testing.B) {
+	if !canNap {
+		b.Skip("naps are for Linux only")
+	}
+	sleeps := []struct {
+		name  string
+		sleep func(time.Duration)
+	}{{"timer", time.Sleep}, {"nap", kernelSleep}}
+	for _, d := range []time.Duration{50 * time.Microsecond, 300 * time.Microsecond, 1700 * time.Microsecond} {
+		for _, sl := range sleeps {
+			b.Run(fmt.Sprintf("%s/%v", sl.name, d), func(b *testing.B) {
+				var late []time.Duration
+				for b.Loop() {
+					t0 := time.Now()
+					sl.sleep(d)
+					late = append(late, time.Since(t0)-d)
+				}
+				slices.Sort(late)
+				b.ReportMetric(float64(late[len(late)/2].Microseconds()), "late-µs-p50")
+			})
+		}
+	}
 }
