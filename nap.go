@@ -31,15 +31,15 @@ import "time"
 // apart thus wakes the owner once per napGap, not once per deadline, while
 // a deadline on its own is met to the kernel's precision. The gap trades
 // lateness for CPU. On bench/'s fire workload (100,000 deadlines a second
-// for 2 s; `go run . -impl lazycancel,runtime -workload fire -count 4`
-// in bench/, with napGap changed), four interleaved runs per value put the
-// CPU per fired job at 0.73–0.91× the runtime's with a gap of 0.5 ms, 0.61–0.76×
-// with 0.75 ms and 0.58–0.80× with 1 ms, and the median p99 lateness at
-// 1.24, 1.04 and 1.31 ms against the runtime's 1.47 ms. Before naps the
-// owner slept on its timer alone and woke whenever a busy processor
-// happened to look at it: 0.8–1.2× the runtime's CPU per job in runs of
-// the same day. Yielding to the run before the nap (above) took a further
-// 14–27% off the CPU per job, in four more interleaved runs.
+// for 2 s; `go run . -impl lazycancel,runtime -workload fire -count 4` in
+// bench/, with napGap changed), four interleaved runs per value put the CPU
+// per fired job at 0.73–0.91× the runtime's with a gap of 0.5 ms,
+// 0.61–0.76× with 0.75 ms and 0.58–0.80× with 1 ms, and the median p99
+// lateness at 1.24, 1.04 and 1.31 ms against the runtime's 1.47 ms. Before
+// naps the owner slept on its timer alone and woke whenever a busy
+// processor happened to look at it: 0.8–1.2× the runtime's CPU per job in
+// runs of the same day. Yielding to the run before the nap (above) took a
+// further 14–27% off the CPU per job, in four more interleaved runs.
 //
 // Naps are off where the clock is not the kernel's: in a testing/synctest
 // bubble time moves only while every goroutine in it is blocked, which a
