@@ -115,12 +115,10 @@ func BenchmarkParallelScheduleOne(b *testing.B) {
 }
 
 // warmUp adds warmUpTasks tasks to a scheduler of each strategy, and as
-// many runtime timers, and lets them all go. Without it, the first
-// sub-benchmark that a process runs, one goroutine's adds with lazy cancel,
-// cost up to twice what the same sub-benchmark cost when run again in the
-// same process (-count 2), and the runtime's first row half again: the
-// process's first growth of its heap to that size is dearer than any
-// later one. That first row is the base of the growth factors.
+// many runtime timers, and lets them all go. Without it, the first row a
+// process runs, one goroutine's adds with lazy cancel, cost twice the eager
+// row after it (docs/scaling.md), and that row is the base of the growth
+// factors the parallel benchmarks are read for.
 func warmUp(b *testing.B) {
 	for _, st := range benchStrategies {
 		s, err := schedule.New(runtime.GOMAXPROCS(0), schedule.WithCancelStrategy(st.strategy))
