@@ -58,16 +58,23 @@ func runParallel(b *testing.B, g int, op func(worker, i int)) {
 
 // rearmed is how many tasks the Reset and cancel+add benchmarks re-arm,
 // round-robin, whatever the number of goroutines: each of g goroutines
-// takes its own contiguous g-th of them (share), so the tasks touched, and
+// takes its own contiguous g-th of them (shares), so the tasks touched, and
 // hence the cache misses per operation, stay the same as goroutines are
 // added, and what grows is only what the goroutines share.
 const rearmed = 1 << 17
 
-// share returns the tasks of goroutine w of the goroutines runParallel
-// starts for g: its own slice of all.
-func share[T any](all []T, w, g int) []T {
-	n := len(all) / goroutines(g)
-	return all[w*n : (w+1)*n]
+// shares cuts all into the parts that the goroutines runParallel starts
+// for g re-arm: one contiguous part each, indexed by the worker index. It is
+// computed before the timed loop: reading GOMAXPROCS takes a lock of the
+// runtime that every goroutine would fight over.
+func shares[T any](all []T, g int) [][]T {
+	k := goroutines(g)
+	n := len(all) / k
+	out := make([][]T, k)
+	for w := range out {
+		out[w] = all[w*n : (w+1)*n]
+	}
+	return out
 }
 
 // goroutines returns how many goroutines runParallel starts for g: g
@@ -152,8 +159,9 @@ func BenchmarkParallelReset(b *testing.B) {
 		for _, st := range benchStrategies {
 			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
 				s, all := filled(b, st.strategy, rearmed)
+				parts := shares(all, g)
 				runParallel(b, g, func(w, i int) {
-					ids := share(all, w, g)
+					ids := parts[w]
 					if !s.Reset(ids[i%len(ids)], far(i)+time.Hour) {
 						b.Error("Reset reported the task not pending")
 					}
@@ -161,9 +169,9 @@ func BenchmarkParallelReset(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("g=%d/runtime", g), func(b *testing.B) {
-			all := runtimeFilled(b, rearmed)
+			parts := shares(runtimeFilled(b, rearmed), g)
 			runParallel(b, g, func(w, i int) {
-				timers := share(all, w, g)
+				timers := parts[w]
 				timers[i%len(timers)].Reset(far(i) + time.Hour)
 			})
 		})
@@ -178,8 +186,9 @@ func BenchmarkParallelCancelAdd(b *testing.B) {
 		for _, st := range benchStrategies {
 			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
 				s, all := filled(b, st.strategy, rearmed)
+				parts := shares(all, g)
 				runParallel(b, g, func(w, i int) {
-					ids := share(all, w, g)
+					ids := parts[w]
 					k := i % len(ids)
 					s.CancelTask(ids[k])
 					id, err := s.ScheduleOne(nop, far(i))
@@ -191,9 +200,9 @@ func BenchmarkParallelCancelAdd(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("g=%d/runtime", g), func(b *testing.B) {
-			all := runtimeFilled(b, rearmed)
+			parts := shares(runtimeFilled(b, rearmed), g)
 			runParallel(b, g, func(w, i int) {
-				timers := share(all, w, g)
+				timers := parts[w]
 				k := i % len(timers)
 				timers[k].Stop()
 				timers[k] = time.AfterFunc(far(i), nop)
