@@ -12,18 +12,26 @@ import "time"
 // the median, a nanosleep of the same length 0.1 ms late
 // (BenchmarkWakeUpLateness).
 //
-// So on Linux the owner sets its timer napMax ahead of the deadline it
-// waits for, and sleeps what is left, at most napMax, in the kernel: its
-// thread blocks in nanosleep. A goroutine in a system call keeps its
-// processor until the runtime's monitor takes it back, which takes tens of
-// microseconds at best, so an owner that has just started a run yields to
-// it first: otherwise the run waited about 90 µs for another processor on
-// the benchmarks' VM, every time. With GOMAXPROCS 1, other goroutines may
-// likewise wait for the monitor, at most for the rest of the nap. A
-// napping owner cannot be woken: a request that cannot wait (inbox.go)
-// waits for the end of the nap, less than napMax, which is no longer than
-// the runtime's own timer would have made it wait. Shutdown waits for it
-// too.
+// So on Linux the owner sets its timer napMax ahead of the deadline it waits
+// for, and sleeps what is left, at most napMax, in the kernel: its thread
+// blocks in nanosleep. A goroutine in a system call keeps its processor
+// until another processor steals the goroutines queued on it or the
+// runtime's monitor takes it back. A run the owner started just before a nap
+// thus starts on the other processor: 10 to 100 µs later, in execution
+// traces of a sparse stream on the benchmarks' VM. The owner does not yield
+// to that run before it naps. It used to, which started the run at once on
+// the owner's processor. But in bench/'s fire workload, run as the child
+// process of bench-x (`-child-impl lazycancel -child-workload fire`) by
+// builds with and without the yield in turn, the yield cost 1.1 to 1.5 times
+// the CPU per fired job (median 1.3) in each of 17 pairs, most likely for
+// the thread the runtime wakes to take the new run, which then found nothing
+// to take; and it did not lower the p99 lateness consistently: the median
+// p99 of three sets of five or six pairs was 0.7 and 0.3 ms lower with it,
+// and 0.4 ms higher. With GOMAXPROCS 1, other goroutines may likewise wait
+// for the monitor, at most for the rest of the nap. A napping owner cannot
+// be woken: a request that cannot wait (inbox.go) waits for the end of the
+// nap, less than napMax, which is no longer than the runtime's own timer
+// would have made it wait. Shutdown waits for it too.
 //
 // Naps are rationed: a deadline that falls within napGap of the owner's
 // last hand-over of due tasks is served napGap after it, together with
@@ -38,11 +46,11 @@ import "time"
 // lateness at 1.24, 1.04 and 1.31 ms against the runtime's 1.47 ms. Before
 // naps the owner slept on its timer alone and woke whenever a busy
 // processor happened to look at it: 0.8–1.2× the runtime's CPU per job in
-// runs of the same day. Yielding to the run before the nap (above) took a
-// further 14–27% off the CPU per job, in four more interleaved runs. The
-// ratios move with the machine's day: five interleaved pairs of the fire
-// workload's child on a later day put the 0.75 ms gap at 0.91–1.01×. They
-// chose the gap; they promise no ratio.
+// runs of the same day. Those runs predate the yield described above; a
+// later day's, with it, put the 0.75 ms gap at 0.86–1.00×, and wider gaps
+// bought little CPU for much lateness (docs/results/fire-napgap-8017232.md).
+// The ratios move with the machine's day. They chose the gap; they promise
+// no ratio.
 //
 // Naps are off where the clock is not the kernel's: in a testing/synctest
 // bubble time moves only while every goroutine in it is blocked, which a

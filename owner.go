@@ -88,11 +88,6 @@ func (s *Scheduler) loop() {
 				return
 			default:
 			}
-			if s.dueCount > 0 {
-				// Let the run just started have this processor: a napping
-				// owner holds it, and the run would wait for another.
-				runtime.Gosched()
-			}
 			timerFired = s.nap(until)
 			continue
 		}
