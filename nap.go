@@ -17,21 +17,21 @@ import "time"
 // blocks in nanosleep. A goroutine in a system call keeps its processor
 // until another processor steals the goroutines queued on it or the
 // runtime's monitor takes it back. A run the owner started just before a nap
-// thus starts on the other processor: 10 to 100 µs later, in execution
-// traces of a sparse stream on the benchmarks' VM. The owner does not yield
-// to that run before it naps. It used to, which started the run at once on
-// the owner's processor. But in bench/'s fire workload, run as the child
-// process of bench-x (`-child-impl lazycancel -child-workload fire`) by
-// builds with and without the yield in turn, the yield cost 1.1 to 1.5 times
-// the CPU per fired job (median 1.3) in each of 17 pairs, most likely for
-// the thread the runtime wakes to take the new run, which then found nothing
-// to take; and it did not lower the p99 lateness consistently: the median
-// p99 of three sets of five or six pairs was 0.7 and 0.3 ms lower with it,
-// and 0.4 ms higher. With GOMAXPROCS 1, other goroutines may likewise wait
-// for the monitor, at most for the rest of the nap. A napping owner cannot
-// be woken: a request that cannot wait (inbox.go) waits for the end of the
-// nap, less than napMax, which is no longer than the runtime's own timer
-// would have made it wait. Shutdown waits for it too.
+// thus starts on the other processor, once that processor's thread takes it,
+// rather than at once. The owner does not yield to that run before it naps.
+// It used to, which started the run at once on the owner's processor. But in
+// bench/'s fire workload, run as the child process of bench-x (`-child-impl
+// lazycancel -child-workload fire`) by builds with and without the yield in
+// turn, the yield cost 1.1 to 1.5 times the CPU per fired job (median 1.3)
+// in each of 17 pairs, most likely for the thread the runtime wakes to take
+// the new run, which then found nothing to take; and it did not lower the
+// p99 lateness consistently: the median p99 of three sets of five or six
+// pairs was 0.7 and 0.3 ms lower with it, and 0.4 ms higher. With GOMAXPROCS
+// 1, other goroutines may likewise wait for the monitor, at most for the
+// rest of the nap. A napping owner cannot be woken: a request that cannot
+// wait (inbox.go) waits for the end of the nap, less than napMax, which is
+// no longer than the runtime's own timer would have made it wait. Shutdown
+// waits for it too.
 //
 // Naps are rationed: a deadline that falls within napGap of the owner's
 // last hand-over of due tasks is served napGap after it, together with
