@@ -12,14 +12,26 @@ import "time"
 // the median, a nanosleep of the same length 0.1 ms late
 // (BenchmarkWakeUpLateness).
 //
-// So on Linux the owner sets its timer napMax ahead of the deadline it waits
-// for, and sleeps what is left, at most napMax, in the kernel: its thread
-// blocks in nanosleep. A goroutine in a system call keeps its processor
-// until another processor steals the goroutines queued on it or the
-// runtime's monitor takes it back. A run the owner started just before a nap
-// thus starts on the other processor, once that processor's thread takes it,
-// rather than at once. The owner does not yield to that run before it naps.
-// It used to, which started the run at once on the owner's processor. But in
+// So on Linux the owner sets its timer timerLead ahead of the deadline it
+// waits for, and sleeps what is left in the kernel, in naps of at most
+// napMax: its thread blocks in nanosleep. The lead is twice the longest nap
+// because the timer itself is late by up to a millisecond and more, for the
+// same reason (BenchmarkWakeUpLateness: sleeps of 50 µs, 300 µs and 1.7 ms
+// on a Go timer were 1.24, 0.91 and 0.74 ms late at the 99th percentile,
+// 300 of each). With a lead of one millisecond, the first job of bench/'s
+// burst workload (a million deadlines at one instant) started 0.90, 1.17
+// and 0.22 ms late, in child runs (`-child-impl lazycancel -child-workload
+// burst`) on the 2-core VM of the benchmarks: a timer that fires after the
+// deadline leaves nothing to nap. With two, the same runs gave 0.37, 0.60
+// and 0.23 ms. A nap ends after at most napMax even when the deadline is
+// further, and the owner looks at its inbox between naps.
+//
+// A goroutine in a system call keeps its processor until another processor
+// steals the goroutines queued on it or the runtime's monitor takes it
+// back. A run the owner started just before a nap thus starts on the other
+// processor, once that processor's thread takes it, rather than at once.
+// The owner does not yield to that run before it naps. It used to, which
+// started the run at once on the owner's processor. But in
 // bench/'s fire workload, run as the child process of bench-x (`-child-impl
 // lazycancel -child-workload fire`) by builds with and without the yield in
 // turn, the yield cost 1.1 to 1.5 times the CPU per fired job (median 1.3)
@@ -29,7 +41,7 @@ import "time"
 // pairs was 0.7 and 0.3 ms lower with it, and 0.4 ms higher. With GOMAXPROCS
 // 1, other goroutines may likewise wait for the monitor, at most for the
 // rest of the nap. A napping owner cannot be woken: a request that cannot
-// wait (inbox.go) waits for the end of the nap, less than napMax, which is
+// wait (inbox.go) waits for the end of the nap, at most napMax, which is
 // no longer than the runtime's own timer would have made it wait. Shutdown
 // waits for it too.
 //
@@ -57,33 +69,37 @@ import "time"
 // goroutine in a system call is not, so a nap would never reach its
 // deadline (clockIsReal).
 const (
-	napMax = time.Millisecond
-	napGap = 750 * time.Microsecond
+	napMax    = time.Millisecond
+	timerLead = 2 * napMax
+	napGap    = 750 * time.Microsecond
 )
 
 // napUntil reports whether the owner, whose earliest wake-up is next, has
-// come to the last stretch before it, and if so when its nap ends. Only
+// come to the last stretch before it, and if so when its naps end. Only
 // the owner calls it.
 func (s *Scheduler) napUntil(next, now int64) (until int64, ok bool) {
-	if !s.naps || next >= never || next-now > int64(napMax) {
+	if !s.naps || next >= never || next-now > int64(timerLead) {
 		return 0, false
 	}
 	return max(next, s.handedAt+int64(napGap)), true
 }
 
-// nap sleeps the owner until when, unless requests wait in the inbox. It
-// reports whether when has come. Only the owner calls it.
+// nap sleeps the owner until when, or for napMax if when is further,
+// unless requests wait in the inbox. It reports whether when has come.
+// Only the owner calls it.
 func (s *Scheduler) nap(when int64) bool {
-	s.sleepUntil.Store(when)
-	if s.inboxWaiting() || s.movedEarlier.Load() < when {
+	now := s.now()
+	end := min(when, now+int64(napMax))
+	s.sleepUntil.Store(end)
+	if s.inboxWaiting() || s.movedEarlier.Load() < end {
 		s.sleepUntil.Store(0)
 		return false
 	}
-	if d := when - s.now(); d > 0 {
+	if d := end - now; d > 0 {
 		kernelSleep(time.Duration(d))
 	}
 	s.sleepUntil.Store(0)
-	return true
+	return end == when
 }
 
 // clockIsReal reports whether time moves while the calling goroutine runs,

@@ -33,12 +33,15 @@ func TestNapEndsAtTheDeadlineOrOneGapAfterTheLastHandOver(t *testing.T) {
 	const now = int64(time.Hour)
 	s.handedAt = now - int64(time.Second)
 
-	_, ok := s.napUntil(now+int64(napMax)+1, now)
-	assert.False(t, ok, "a deadline more than napMax away is left to the timer")
+	_, ok := s.napUntil(now+int64(timerLead)+1, now)
+	assert.False(t, ok, "a deadline more than timerLead away is left to the timer")
+	until, ok := s.napUntil(now+int64(timerLead), now)
+	assert.True(t, ok, "the timer wakes the owner timerLead early: the rest is napped")
+	assert.Equal(t, now+int64(timerLead), until)
 	_, ok = s.napUntil(never, now)
 	assert.False(t, ok, "nothing to wait for")
 
-	until, ok := s.napUntil(now+int64(300*time.Microsecond), now)
+	until, ok = s.napUntil(now+int64(300*time.Microsecond), now)
 	assert.True(t, ok)
 	assert.Equal(t, now+int64(300*time.Microsecond), until, "a deadline on its own is met")
 
@@ -52,6 +55,21 @@ func TestNapEndsAtTheDeadlineOrOneGapAfterTheLastHandOver(t *testing.T) {
 	s.naps = false
 	_, ok = s.napUntil(now+int64(10*time.Microsecond), now)
 	assert.False(t, ok, "naps off")
+}
+
+// A nap lasts at most napMax, so that requests that cannot wait and
+// Shutdown never wait longer for a napping owner, even when its deadline is
+// up to timerLead away. The nap reports whether the deadline has come.
+func TestNapEndsAfterNapMaxAtTheLatest(t *testing.T) {
+	if !canNap {
+		t.Skip("naps are for Linux only")
+	}
+	s := bare(LazyCancel)
+	s.naps = true
+
+	assert.False(t, s.nap(s.now()+int64(timerLead)), "a deadline beyond napMax takes more than one nap")
+	assert.True(t, s.nap(s.now()+int64(100*time.Microsecond)), "a deadline within napMax is napped to")
+	assert.Zero(t, s.sleepUntil.Load(), "sleepUntil is cleared after a nap")
 }
 
 // A task every 50 µs keeps the owner napping from one deadline to the
@@ -85,7 +103,8 @@ func TestNappingOwnerTakesRequestsAndShutsDown(t *testing.T) {
 
 // BenchmarkWakeUpLateness measures how late a goroutine wakes from a sleep
 // on a Go timer and from a nap in the kernel, the figures behind naps
-// (nap.go). Each iteration sleeps once; late-µs-p50 is the median lateness.
+// (nap.go). Each iteration sleeps once; late-µs-p50 is the median lateness
+// and late-µs-p99 the 99th percentile.
 //
 //	go test -run '^$' -bench WakeUpLateness -benchtime 200x .
 func BenchmarkWakeUpLateness(b *testing.B) {
@@ -107,6 +126,7 @@ func BenchmarkWakeUpLateness(b *testing.B) {
 				}
 				slices.Sort(late)
 				b.ReportMetric(float64(late[len(late)/2].Microseconds()), "late-µs-p50")
+				b.ReportMetric(float64(late[len(late)*99/100].Microseconds()), "late-µs-p99")
 			})
 		}
 	}
