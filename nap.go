@@ -1,6 +1,9 @@
 package schedule
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Naps: the last stretch before a deadline, slept in the kernel.
 //
@@ -99,7 +102,13 @@ func (s *Scheduler) nap(when int64) bool {
 		kernelSleep(time.Duration(d))
 	}
 	s.sleepUntil.Store(0)
-	return end == when
+	if end < when {
+		// More naps to come: let the goroutines queued on this processor
+		// run first, so that none waits longer than one nap for it.
+		runtime.Gosched()
+		return false
+	}
+	return true
 }
 
 // clockIsReal reports whether time moves while the calling goroutine runs,
