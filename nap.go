@@ -27,7 +27,8 @@ import (
 // burst`) on the 2-core VM of the benchmarks: a timer that fires after the
 // deadline leaves nothing to nap. With two, the same runs gave 0.37, 0.60
 // and 0.23 ms. A nap ends after at most napMax even when the deadline is
-// further, and the owner looks at its inbox between naps.
+// further; between naps the owner yields its processor and looks at its
+// inbox.
 //
 // A goroutine in a system call keeps its processor until another processor
 // steals the goroutines queued on it or the runtime's monitor takes it
