@@ -3,7 +3,6 @@ package schedule
 import (
 	"errors"
 	"math/bits"
-	"runtime"
 	"time"
 
 	"github.com/panjf2000/ants/v2"
@@ -13,24 +12,31 @@ import (
 // applies the requests in its inbox, hands due tasks to the run queue in
 // deadline order, starts drain runs on the pool, reclaims tombstones, and
 // sleeps on one timer set for whichever comes first: the earliest deadline
-// or a retry of runs the pool refused. On Linux it sleeps the last
-// stretch before a deadline in the kernel instead (nap.go).
+// or a retry of runs the pool refused.
 
 // The owner hands due tasks to the run queue in chunks while it pops them,
 // so that the first of a million simultaneous deadlines starts while the
 // owner is still popping the rest. The first due task of a loop iteration
 // is handed over alone, so that a run starts at once: after a quiet spell
 // the lower levels of a large heap have left the caches, and each pop
-// waits for memory. In child runs of bench/'s burst workload (`-child-impl
-// lazycancel -child-workload burst`, a million deadlines at one instant,
-// three runs per build, on the 2-core VM of the benchmarks), the first job
-// started 0.23 to 0.60 ms late when the first hand-over waited for 16
-// tasks, and 0.14 to 0.26 ms late when it took the first one alone. Later
-// chunks are larger.
+// waits for memory. Later chunks are larger, so that the run queue's lock
+// is taken once per chunk rather than once per task.
 const (
 	firstHandOver = 1
 	handOverChunk = 512
 )
+
+// lookAhead is how far ahead of now the owner, whenever it is awake, fixes
+// the heap entries of deadlines that Reset postponed. Each entry it fixes
+// goes back down the heap to its new deadline, so the entries left at the
+// top are either real deadlines or stale ones more than lookAhead away. The
+// owner therefore wakes for postponed deadlines at most once per lookAhead
+// (ten times a second), however many keys there are and however often they
+// are reset, plus once for each deadline that really comes due. Fixing an
+// entry a little early costs nothing extra: it is the same sift it would
+// get at the top, and a deadline postponed again is fixed again only when it
+// next comes near the top.
+const lookAhead = 100 * time.Millisecond
 
 // Back-off for starting runs on a pool that refused them (full, or busy
 // with work that is not the scheduler's).
@@ -56,9 +62,6 @@ func (s *Scheduler) loop() {
 		s.drainInbox()
 		now := s.now()
 		s.runDue(now)
-		if s.dueCount > 0 {
-			s.handedAt = now
-		}
 		if s.cfg.strategy == LazyCancel && s.tooManyTombstones() {
 			s.compact()
 		}
@@ -83,33 +86,14 @@ func (s *Scheduler) loop() {
 			next = min(next, s.retryAt)
 		}
 		next = min(next, s.movedEarlier.Load())
-		if until, ok := s.napUntil(next, s.now()); ok {
-			// The last stretch before a deadline: sleep it in the kernel.
-			if armed >= 0 {
-				timer.Stop()
-				armed = -1
-			}
-			select {
-			case <-s.quit:
-				s.dropAll()
-				return
-			default:
-			}
-			timerFired = s.nap(until)
-			continue
-		}
 		if next != armed {
 			if next >= never {
 				timer.Stop()
 				armed = -1
 			} else {
 				// Measure again: runDue may have taken a while, and the wait is
-				// to an absolute deadline. With naps, wake timerLead early.
-				wait := next - s.now()
-				if s.naps {
-					wait -= int64(timerLead)
-				}
-				timer.Reset(time.Duration(wait))
+				// to an absolute deadline.
+				timer.Reset(time.Duration(next - s.now()))
 				armed = next
 			}
 		}
@@ -145,6 +129,7 @@ func (s *Scheduler) loop() {
 			armed = -1
 			timerFired = true
 		}
+		s.wakeups.Add(1)
 		s.sleepUntil.Store(0)
 	}
 }
@@ -259,14 +244,17 @@ func (s *Scheduler) pushEntry(slot uint32, t *task, when int64) {
 // wait, and applying them first would delay every due job.
 func (s *Scheduler) runDueAhead(now int64) { s.runDue(min(now, s.waitingFrom())) }
 
-// runDue hands every task due at now to the run queue, in chunks. It
+// runDue hands every task due at now to the run queue, in chunks, and
+// fixes the entries of deadlines postponed to beyond now + lookAhead that
+// are still at the top, so that the owner does not wake for them. It
 // first fixes the entries of deadlines moved earlier, if one is due
 // (moved.go).
 func (s *Scheduler) runDue(now int64) {
 	s.adjust(now)
+	fixBy := now + int64(lookAhead)
 	for s.heap.len() > 0 {
 		e := s.heap.top()
-		if e.when > now || e.when >= never {
+		if e.when > fixBy || e.when >= never {
 			break
 		}
 		t := s.slab.at(e.slot)
@@ -288,6 +276,9 @@ func (s *Scheduler) runDue(now int64) {
 			// Reset moved the deadline: fix the entry, look again.
 			s.heap.setWhen(0, when)
 			continue
+		}
+		if e.when > now {
+			break // the earliest deadline, and it is not due yet
 		}
 		if w&flagRepeat == 0 {
 			// One-shot: hand the slot from the owner to the worker.
@@ -330,14 +321,6 @@ func (s *Scheduler) due(slot uint32, when int64) {
 		s.handOver()
 		if s.retryAt == 0 {
 			s.startRuns()
-		}
-		if first {
-			// Let the run just started go ahead on this processor. Left in
-			// its run queue, it waits for another processor to steal it,
-			// and waking an idle one took 2–5 ms on a 2-core VM: the
-			// first job of a burst started that late. The owner goes on
-			// popping as soon as a processor is free.
-			runtime.Gosched()
 		}
 	}
 }

@@ -38,7 +38,6 @@ type Scheduler struct {
 	ownerDone chan struct{}
 	poolDone  chan struct{}
 	stopOnce  sync.Once
-	naps      bool // the owner sleeps the last stretch before a deadline in the kernel (nap.go)
 	_         cacheLinePad
 
 	// The inbox lanes, each with the slot allocator of its chunks
@@ -71,10 +70,10 @@ type Scheduler struct {
 	dueCount    int              // due tasks collected in this loop iteration
 	intervals   map[uint32]int64 // slot to interval, for the repeating tasks the owner holds
 	retryAt     int64            // when to try again to start runs the pool refused; 0: none
-	handedAt    int64            // when the owner last handed due tasks over (nap.go)
 	// Published by the owner at the end of each loop iteration.
 	heapLen atomic.Int64
 	loops   atomic.Uint64 // loop iterations completed
+	wakeups atomic.Uint64 // times the owner woke from sleep
 	skipped atomic.Uint64
 	ended   atomic.Int64 // tasks that stopped being pending other than by CancelTask
 	deadOwn atomic.Int64 // the owner's part of the tombstone count (counters.go)
@@ -154,7 +153,6 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 	s.movedEarlier.Store(never)
 	s.runs.init(s.workers)
 	s.runFn = s.run
-	s.naps = canNap && clockIsReal()
 	go s.loop()
 	return s, nil
 }

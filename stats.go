@@ -45,6 +45,12 @@ type Stats struct {
 	// Running is the number of workers the scheduler occupies: each runs
 	// one job at a time, or is about to take the next due one.
 	Running int
+	// Wakeups is the number of times the owner goroutine woke up: for a
+	// deadline that came due, for a request that could not wait for its
+	// next deadline (see ScheduleOne and Reset), or to retry runs that the
+	// pool refused. It never wakes for a deadline that Reset postponed,
+	// except to fix such deadlines in bulk, at most ten times a second.
+	Wakeups uint64
 	// MaxLateness is the largest delay seen between a job's deadline and
 	// the moment a worker started it, over the scheduler's life. For the
 	// largest delay per interval, see TakeMaxLateness.
@@ -92,6 +98,7 @@ func (s *Scheduler) Stats() Stats {
 	st.HeapEntries = int(s.heapLen.Load())
 	st.Tombstones = int(s.tombstones())
 	st.Waiting, st.Running = s.runs.counts()
+	st.Wakeups = s.wakeups.Load()
 	st.MaxLateness = time.Duration(s.maxLateness.Load())
 	if s.inboxWaiting() {
 		// HeapEntries lags requests the owner has not applied yet, which
