@@ -126,3 +126,30 @@ func ExampleMonitor_Beat() {
 	// before Shutdown: <nil>
 	// after Shutdown: true
 }
+
+// A server starts a watch when a connection is accepted and refreshes it
+// on every packet. Refresh never starts a watch, so a packet handled after
+// the connection's Forget does not bring the watch back.
+func ExampleMonitor_Refresh() {
+	s, err := schedule.New(1)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Shutdown()
+
+	m, err := heartbeat.New(s, time.Minute, func(conn string) {})
+	if err != nil {
+		panic(err)
+	}
+	if err := m.Watch("conn-1", 30*time.Second); err != nil { // accepted
+		panic(err)
+	}
+	fmt.Println("packet on conn-1:", m.Refresh("conn-1"))
+	m.Forget("conn-1") // closed
+	fmt.Println("late packet on conn-1:", m.Refresh("conn-1"))
+	fmt.Println("watching:", m.Len())
+	// Output:
+	// packet on conn-1: true
+	// late packet on conn-1: false
+	// watching: 0
+}

@@ -3,7 +3,8 @@
 //
 // A Monitor watches keys (device IDs, connections, client pointers). Beat
 // starts watching a key or, if it is watched, pushes its deadline out to now
-// plus its timeout. When a key's deadline passes with no Beat, the Monitor
+// plus its timeout; Refresh only pushes out the deadline of a key already
+// watched. When a key's deadline passes with no Beat, the Monitor
 // calls expired(key) once, on the scheduler's pool, and stops watching it.
 //
 //	m, _ := heartbeat.New(s, 90*time.Second, func(dev uint64) { disconnect(dev) })
@@ -105,6 +106,30 @@ func (m *Monitor[K]) Beat(key K) error {
 		timeout = t
 	}
 	return m.arm(sh, h, key, timeout)
+}
+
+// Refresh moves the deadline of a watched key to now plus its timeout, as
+// Beat does, and reports whether key was watched. Unlike Beat it never
+// starts a watch: for a key that is not watched (never watched, forgotten,
+// or expired and reported) it does nothing and returns false. A server
+// calls it on every packet and starts watches itself, so that a packet
+// handled after its connection's Forget cannot bring the watch back.
+//
+// Like Beat, a Refresh that comes after key's deadline has passed but before
+// expired has run for it wins: key stays watched with a fresh deadline.
+// Refresh returns false once the scheduler is shut down.
+func (m *Monitor[K]) Refresh(key K) bool {
+	sh, h := m.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if _, ok := sh.ids.get(h, key); !ok {
+		return false
+	}
+	timeout := m.timeout
+	if t, ok := sh.own[key]; ok {
+		timeout = t
+	}
+	return m.arm(sh, h, key, timeout) == nil
 }
 
 // Watch is Beat with a timeout of key's own, which later Beats keep until

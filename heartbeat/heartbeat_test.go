@@ -911,3 +911,65 @@ func (md *model[K]) checkLen(s *schedule.Scheduler) {
 	assert.Equal(md.t, watched, md.m.Len(), "Len")
 	assert.Equal(md.t, pending, s.Len(), "the scheduler's pending tasks: one per watch not yet due")
 }
+
+func TestRefreshMovesTheDeadlineOfAWatchedKey(t *testing.T) {
+	eachScheduler(t, 2, func(t *testing.T, s *schedule.Scheduler) {
+		rec := newExpiries[uint64]()
+		m := newMonitor(t, s, time.Second, rec.expired)
+		require.NoError(t, m.Watch(7, 2*time.Second))
+		advance(1500 * time.Millisecond)
+		assert.True(t, m.Refresh(7), "7 is watched")
+
+		advance(2*time.Second - time.Nanosecond)
+		assert.Empty(t, rec.list(), "the deadline moved to now + the key's own timeout")
+		advance(time.Nanosecond)
+		assert.Equal(t, []expiry[uint64]{{7, 3500 * time.Millisecond}}, rec.list())
+	})
+}
+
+func TestRefreshNeverStartsAWatch(t *testing.T) {
+	eachScheduler(t, 2, func(t *testing.T, s *schedule.Scheduler) {
+		rec := newExpiries[string]()
+		m := newMonitor(t, s, time.Second, rec.expired)
+		assert.False(t, m.Refresh("new"), "a key never watched")
+
+		require.NoError(t, m.Beat("forgotten"))
+		require.True(t, m.Forget("forgotten"))
+		assert.False(t, m.Refresh("forgotten"), "a key forgotten")
+
+		require.NoError(t, m.Beat("expired"))
+		advance(time.Second)
+		require.Len(t, rec.list(), 1)
+		assert.False(t, m.Refresh("expired"), "a key whose watch expired")
+
+		assert.Equal(t, 0, m.Len(), "no Refresh started a watch")
+		advance(time.Hour)
+		assert.Len(t, rec.list(), 1, "nothing more expires")
+	})
+}
+
+func TestRefreshThatRacesAQueuedExpiryWins(t *testing.T) {
+	eachScheduler(t, 1, func(t *testing.T, s *schedule.Scheduler) {
+		rec := newExpiries[string]()
+		m := newMonitor(t, s, time.Second, rec.expired)
+		require.NoError(t, m.Beat("k"))
+		release := occupy(t, s, 1)
+		advance(1500 * time.Millisecond)
+		require.Equal(t, 1, s.Stats().Waiting, "the deadline passed; its expiry waits for the worker")
+
+		assert.True(t, m.Refresh("k"), "k is watched until expired runs") // new deadline 2.5s
+		release()
+		assert.Empty(t, rec.list(), "expired is not called for the deadline the Refresh overtook")
+		advance(time.Second)
+		assert.Equal(t, []expiry[string]{{"k", 2500 * time.Millisecond}}, rec.list())
+	})
+}
+
+func TestRefreshAfterShutdownReturnsFalse(t *testing.T) {
+	s, err := schedule.New(1)
+	require.NoError(t, err)
+	m := newMonitor(t, s, time.Second, func(uint64) {})
+	require.NoError(t, m.Beat(1))
+	shutdown(t, s)
+	assert.False(t, m.Refresh(1))
+}
