@@ -1,97 +1,89 @@
 package schedule
 
-// The task counters (Len, Stats.Scheduled, Stats.Cancelled and, with lazy
-// cancel, the tombstone count) are kept where they are written, so that no
-// cache line takes a write from every add and every cancel on every core:
-//
-//   - Each inbox lane counts the tasks added through it and the cancels of
-//     those tasks (lane.scheduled, lane.cancelled). An add already holds its
-//     lane, and a cancel goes to the lane of the task's chunk, which on a
-//     caller that adds and cancels on one core is that core's lane.
-//   - The owner goroutine counts what only it does: one-shots handed over to
-//     run and tasks dropped by Shutdown (ended), and its own changes to the
-//     tombstone count (deadOwn). Only the owner writes them, so it stores
-//     rather than adds.
-//
-// Readers sum the lanes. They read what ends tasks before what starts them,
-// so that every end they count comes with its start: the pending count is
-// never negative, and Stats keeps Scheduled ≥ Pending + Cancelled +
-// Dropped. (The tombstone count can be, for a moment: the owner may discard
-// a tombstone before the cancel that made it is counted in its lane;
-// tombstones clamps it at 0.)
-//
-// The owner must look at a lazy heap once tombstones make up a fifth of it
-// (tooManyTombstones), even if nothing else wakes it. Before it sleeps it
-// shares out among the lanes the cancels that would take the heap there
-// (lane.tombstoneRoom); the cancel that brings a lane's share to zero
-// wakes it. However the cancels fall on the lanes, one of them reaches
-// zero by the time the total does, give or take one per lane.
+import (
+	"sync/atomic"
+	"time"
+)
 
-// pending returns the number of pending tasks.
-func (s *Scheduler) pending() int64 {
-	n := -s.ended.Load()
-	for i := range s.lanes {
-		n -= int64(s.lanes[i].cancelled.Load())
+// The counters behind Len and Stats, kept where they are written so that no
+// cache line takes a write from every add and every cancel on every core.
+
+// taskCounts counts adds and cancels in one shard per slab shard: an add
+// counts in the shard it took its slot from, and a cancel in its task's
+// shard, which for a caller that adds and cancels on one core is that
+// core's shard. Readers sum the shards.
+type taskCounts struct {
+	shards [shardCount]struct {
+		scheduled atomic.Uint64
+		cancelled atomic.Uint64
+		_         cacheLinePad
 	}
-	for i := range s.lanes {
-		n += int64(s.lanes[i].scheduled.Load())
-	}
-	return max(n, 0)
 }
 
-// scheduledCount returns the number of tasks ever scheduled.
-func (s *Scheduler) scheduledCount() uint64 {
+func (c *taskCounts) scheduled() uint64 {
 	var n uint64
-	for i := range s.lanes {
-		n += s.lanes[i].scheduled.Load()
+	for i := range c.shards {
+		n += c.shards[i].scheduled.Load()
 	}
 	return n
 }
 
-// cancelledCount returns the number of successful CancelTask calls.
-func (s *Scheduler) cancelledCount() uint64 {
+func (c *taskCounts) cancelled() uint64 {
 	var n uint64
-	for i := range s.lanes {
-		n += s.lanes[i].cancelled.Load()
+	for i := range c.shards {
+		n += c.shards[i].cancelled.Load()
 	}
 	return n
 }
 
-// tombstones returns the number of tombstones in a lazy heap, or on their
-// way to it (a cancel of a task whose add the owner has not applied); 0
-// with eager cancel. Every lazy cancel makes one.
-func (s *Scheduler) tombstones() int64 {
-	if s.cfg.strategy != LazyCancel {
-		return 0
-	}
-	return max(s.deadOwn.Load()+int64(s.cancelledCount()), 0)
+// outcomes counts what became of jobs. Runs count the jobs they start
+// (fired, lateness) and those that panicked or that they had to drop; the
+// owner counts the runs it skipped and the tasks it dropped at Shutdown.
+type outcomes struct {
+	fired       atomic.Uint64
+	panics      atomic.Uint64
+	dropped     atomic.Uint64
+	skipped     atomic.Uint64
+	maxLateness atomic.Int64
+	// recent is the largest lateness since TakeMaxLateness last swapped it
+	// out; lateness counts starts by lateness bucket.
+	recent   atomic.Int64
+	lateness [LatenessBuckets]atomic.Uint64
 }
 
-// countTombstones adds n to the owner's part of the tombstone count. Owner
-// goroutine only.
-func (s *Scheduler) countTombstones(n int64) { s.deadOwn.Store(s.deadOwn.Load() + n) }
+// LatenessBuckets is the number of buckets of Stats.Lateness.
+const LatenessBuckets = 7
 
-// countEnded counts a task that stopped being pending other than by
-// CancelTask. Owner goroutine only.
-func (s *Scheduler) countEnded() { s.ended.Store(s.ended.Load() + 1) }
-
-// shareTombstoneRoom gives each lane its share of the lazy cancels that
-// would make a fifth of the heap tombstones. Owner goroutine only, before
-// it sleeps.
-func (s *Scheduler) shareTombstoneRoom() {
-	room := int64(s.heap.len())/5 - s.tombstones() + 1
-	share := max((room+laneCount-1)/laneCount, 1)
-	for i := range s.lanes {
-		s.lanes[i].tombstoneRoom.Store(share)
-	}
+var latenessBounds = [LatenessBuckets - 1]time.Duration{
+	100 * time.Microsecond,
+	time.Millisecond,
+	10 * time.Millisecond,
+	100 * time.Millisecond,
+	time.Second,
+	10 * time.Second,
 }
 
-// countCancel counts a successful CancelTask of the task in slot and, with
-// lazy cancel, wakes the owner when its tombstones may call for a rebuild.
-func (s *Scheduler) countCancel(slot uint32) {
-	l := s.laneOf(slot)
-	l.cancelled.Add(1)
-	if s.cfg.strategy == LazyCancel && l.tombstoneRoom.Add(-1) == 0 {
-		s.wakeOwner()
+// LatenessBounds returns the upper bounds of the buckets of Stats.Lateness:
+// 100 µs, 1 ms, 10 ms, 100 ms, 1 s and 10 s. The last bucket has no bound.
+func LatenessBounds() [LatenessBuckets - 1]time.Duration { return latenessBounds }
+
+// started counts a job that started late nanoseconds after its deadline.
+func (c *outcomes) started(late int64) {
+	c.fired.Add(1)
+	raiseTo(&c.maxLateness, late)
+	raiseTo(&c.recent, late)
+	i := 0
+	for i < len(latenessBounds) && late > int64(latenessBounds[i]) {
+		i++
+	}
+	c.lateness[i].Add(1)
+}
+
+func raiseTo(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if x <= cur || v.CompareAndSwap(cur, x) {
+			return
+		}
 	}
 }

@@ -26,4 +26,14 @@ var (
 	// blocks its callers while every worker is busy. Build it with
 	// ants.WithNonblocking(true).
 	ErrBlockingPool = errors.New("schedule: WithPool needs a non-blocking pool (ants.WithNonblocking(true))")
+
+	// ErrNilPool is returned by New for WithPool(nil).
+	ErrNilPool = errors.New("schedule: WithPool(nil)")
+
+	// ErrNilLogger is returned by New for WithLogger(nil).
+	ErrNilLogger = errors.New("schedule: WithLogger(nil)")
+
+	// ErrUnknownStrategy is returned by New when WithCancelStrategy is given
+	// neither LazyCancel nor EagerCancel.
+	ErrUnknownStrategy = errors.New("schedule: unknown cancel strategy")
 )

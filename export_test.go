@@ -7,25 +7,30 @@ import "time"
 // Benchmarks use it so that what they measure includes the owner's work.
 // Inside a synctest bubble use synctest.Wait instead.
 func (s *Scheduler) Settle() {
-	var n [laneCount]uint64
-	for i := range s.lanes {
-		l := &s.lanes[i]
+	var n [shardCount]uint64
+	for i := range s.inbox.lanes {
+		l := &s.inbox.lanes[i]
 		l.mu.Lock()
 		n[i] = l.enqueued
 		l.mu.Unlock()
 	}
-	s.wakeOwner()
-	for i := range s.lanes {
-		for s.lanes[i].processed.Load() < n[i] && !s.closed.Load() {
+	s.inbox.wakeOwner()
+	for i := range s.inbox.lanes {
+		for s.inbox.lanes[i].processed.Load() < n[i] && !s.IsShutdown() {
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
-	l := s.loops.Load()
-	s.wakeOwner()
-	for s.loops.Load() == l && !s.closed.Load() {
+	l := s.owner.loops.Load()
+	s.inbox.wakeOwner()
+	for s.owner.loops.Load() == l && !s.IsShutdown() {
 		time.Sleep(20 * time.Microsecond)
 	}
 }
 
 // CancelStrategyOf reports the strategy s was built with.
-func CancelStrategyOf(s *Scheduler) CancelStrategy { return s.cfg.strategy }
+func CancelStrategyOf(s *Scheduler) CancelStrategy {
+	if _, ok := s.cancel.(*eager); ok {
+		return EagerCancel
+	}
+	return LazyCancel
+}

@@ -3,7 +3,8 @@ package schedule
 import (
 	"log/slog"
 	"sync"
-	"sync/atomic"
+
+	"github.com/panjf2000/ants/v2"
 )
 
 // The firing path, from "due" to "running".
@@ -18,16 +19,18 @@ import (
 //   - Nothing here ever waits inside ants. New's pool is non-blocking and
 //     WithPool accepts only non-blocking pools, so Submit either starts a run
 //     or refuses at once; a refused run is retried on the owner's own timer
-//     (owner.go). The scheduler never depends on a wake-up from ants, which
-//     can be lost when a worker goroutine exits (FACTS: ants v2.12.1).
+//     (owner.startRuns). The scheduler never depends on a wake-up from ants:
+//     ants v2 can lose the wake-up of a blocked Submit when one of its
+//     worker goroutines exits.
 //   - The scheduler counts its runs itself (runQueue.active). A run that ends
 //     abnormally (its job calls runtime.Goexit, or the panic handler panics)
-//     still leaves through its deferred exit, which gives its place back and
-//     wakes the owner to start a replacement if work is left.
+//     still leaves through its deferred exit (runner.endRun), which gives its
+//     place back and wakes the owner to start a replacement if work is left.
 //   - Handing a job to ants costs a lock, a channel send and a goroutine
 //     wake-up; a run takes its next job with one uncontended lock. Firing
 //     allocates nothing: the run function is made once, in New.
-//   - Slots of finished one-shots are freed in batches, not one lock each.
+//   - Slots of finished one-shots go back to the slab in batches, not one
+//     lock each.
 //
 // Runs are started one at a time, the way the Go runtime wakes idle
 // processors: the owner starts a run only when no other run is starting
@@ -35,9 +38,8 @@ import (
 // more wait behind it starts one helper before it runs that job. Jobs that
 // take long thus spread over up to workers runs, one start after another,
 // while a handful of short jobs is run by one or two runs rather than
-// waking a worker each. Starting a run per queued job instead made the
-// owner's Submit and the finishing runs fight over ants' spin lock, and
-// cost a third of the CPU of every sparse fire.
+// waking a worker each, and the owner's Submit and the finishing runs do
+// not fight over ants' lock.
 //
 // Jobs are taken one at a time, not in batches, so that a slow job never
 // holds back jobs queued behind it while another run could take them.
@@ -82,7 +84,7 @@ func (q *runQueue) init(limit int) {
 // put appends batch. Called by the owner.
 func (q *runQueue) put(batch []due) {
 	q.mu.Lock()
-	if q.head > 1024 && q.head > len(q.items)/2 {
+	if q.head > slideAfter && q.head > len(q.items)/2 {
 		// Slide the queued items down rather than grow past what is queued.
 		n := copy(q.items, q.items[q.head:])
 		q.items = q.items[:n]
@@ -195,10 +197,15 @@ func (q *runQueue) counts() (queued, active int) {
 	return len(q.items) - q.head, q.active
 }
 
+// slideAfter: once more than slideAfter taken items, and more than half
+// the buffer, lie before head, put slides the queued items down rather
+// than grow the buffer past what is queued.
+const slideAfter = 1024
+
 // reset empties the storage, giving a large buffer back after a burst.
 func (q *runQueue) reset() {
 	q.head = 0
-	if cap(q.items) > 4096 {
+	if cap(q.items) > bigBuffer {
 		q.items = nil
 	} else {
 		q.items = q.items[:0]
@@ -215,8 +222,41 @@ func (q *runQueue) checkIdle() {
 	}
 }
 
-// freeBatch collects slots freed by a run, to return them to the allocator
-// under one lock.
+// runner starts drain runs and is what they run: it owns the run queue and
+// the pool. The owner puts due tasks in q and calls start; everything else
+// here runs on the pool's workers, one run per worker.
+type runner struct {
+	q      runQueue
+	pool   *ants.Pool
+	runFn  func() // r.run, made once so that submitting a run allocates nothing
+	clock         // for lateness
+	slab   *slab
+	inbox  *inbox // to wake the owner, and to see Shutdown (inbox.closed)
+	counts *outcomes
+
+	onPanic func(TaskID, any)
+	logger  *slog.Logger // nil: slog.Default(), as it is when a job panics
+}
+
+// start submits a drain run if jobs are queued and no run is starting;
+// runs start helpers themselves as they find more jobs waiting. The pool
+// never makes it wait: New's pool is non-blocking and WithPool accepts only
+// non-blocking pools. It returns the pool's error when the pool refused the
+// run; the owner retries on its timer, or drops the queue if the pool was
+// released.
+func (r *runner) start() error {
+	if !r.q.claim() {
+		return nil
+	}
+	err := r.pool.Submit(r.runFn)
+	if err != nil {
+		r.q.unclaim()
+	}
+	return err
+}
+
+// freeBatch collects slots freed by a run, to return them to the slab
+// under one lock per shard.
 type freeBatch struct {
 	n     int
 	slots [64]uint32
@@ -224,25 +264,25 @@ type freeBatch struct {
 
 // run is a drain run, on a pool worker: it runs due jobs until the queue
 // is empty.
-func (s *Scheduler) run() {
+func (r *runner) run() {
 	var fb freeBatch
 	left, first := false, true
-	defer s.endRun(&fb, &left, &first)
+	defer r.endRun(&fb, &left, &first)
 	for {
-		d, ok, helper := s.runs.next(first)
+		d, ok, helper := r.q.next(first)
 		first = false
 		if !ok {
-			s.flushFreed(&fb)
-			if s.runs.leave() {
+			r.flushFreed(&fb)
+			if r.q.leave() {
 				left = true
 				return
 			}
 			continue
 		}
 		if helper {
-			s.startHelper()
+			r.startHelper()
 		}
-		s.runOne(d, &fb)
+		r.runOne(d, &fb)
 	}
 }
 
@@ -250,56 +290,58 @@ func (s *Scheduler) run() {
 // it needed runs. If the pool refuses, the owner takes over: it retries on
 // its timer, or drops the queue if the pool is gone. This run goes on
 // draining meanwhile.
-func (s *Scheduler) startHelper() {
-	if err := s.pool.Submit(s.runFn); err != nil {
-		s.runs.unclaim()
-		s.wakeOwner()
+func (r *runner) startHelper() {
+	if err := r.pool.Submit(r.runFn); err != nil {
+		r.q.unclaim()
+		r.inbox.wakeOwner()
 	}
 }
 
 // endRun runs as a run ends, normally or not. A run whose job ended its
 // goroutine (runtime.Goexit, or a panic handler that panicked) gives its
 // place back and wakes the owner to start a replacement for the work left.
-func (s *Scheduler) endRun(fb *freeBatch, left, first *bool) {
+func (r *runner) endRun(fb *freeBatch, left, first *bool) {
 	if *left {
 		return
 	}
-	s.flushFreed(fb)
-	if s.runs.abandon(*first) {
-		s.wakeOwner()
+	r.flushFreed(fb)
+	if r.q.abandon(*first) {
+		r.inbox.wakeOwner()
 	}
 }
 
 // runOne runs the due task d, unless it was cancelled while it waited or
 // the scheduler has shut down since.
-func (s *Scheduler) runOne(d due, fb *freeBatch) {
-	t := s.slab.at(d.slot)
-	defer s.finish(d.slot, t, fb)
+func (r *runner) runOne(d due, fb *freeBatch) {
+	t := r.slab.at(d.slot)
+	defer r.finish(d.slot, t, fb)
 	if wordStatus(t.word.Load()) == statusCancelled {
 		// A repeating task cancelled while its run waited for a worker: the
 		// run has not started, so it never does.
 		return
 	}
-	if s.closed.Load() {
-		s.dropped.Add(1)
+	if r.inbox.closed.Load() {
+		r.counts.dropped.Add(1)
 		return
 	}
-	s.noteLateness(s.now() - d.when)
-	s.fired.Add(1)
-	s.call(s.slab.id(d.slot, t.generation()), t)
+	r.counts.started(r.now() - d.when)
+	r.call(r.slab.id(d.slot, t.generation()), t)
 }
 
 // call runs t's job, recovering a panic so that neither the worker nor the
 // scheduler goes down with it. A panic handler that panics itself ends the
 // run (runs leave through endRun) and reaches the pool's own handler.
-func (s *Scheduler) call(id TaskID, t *task) {
+func (r *runner) call(id TaskID, t *task) {
 	defer func() {
-		if r := recover(); r != nil {
-			s.panics.Add(1)
-			if s.cfg.onPanic != nil {
-				s.cfg.onPanic(id, r)
-			} else {
-				s.logger().Error("schedule: job panicked", "task", uint64(id), "panic", r)
+		if p := recover(); p != nil {
+			r.counts.panics.Add(1)
+			switch {
+			case r.onPanic != nil:
+				r.onPanic(id, p)
+			case r.logger != nil:
+				r.logger.Error("schedule: job panicked", "task", uint64(id), "panic", p)
+			default:
+				slog.Error("schedule: job panicked", "task", uint64(id), "panic", p)
 			}
 		}
 	}()
@@ -309,16 +351,14 @@ func (s *Scheduler) call(id TaskID, t *task) {
 // finish ends a run of the task in slot: it clears the running flag and, if
 // the owner has let go of the slot too, frees it. A repeating task that
 // was cancelled while this run was in flight lets its job go here.
-func (s *Scheduler) finish(slot uint32, t *task, fb *freeBatch) {
+func (r *runner) finish(slot uint32, t *task, fb *freeBatch) {
 	g := t.generation() // the run's: the slot cannot be freed before letGo
 	nw := t.letGo(flagRunning)
 	if unheld(nw) {
-		if s.slab.retire(t) {
-			fb.slots[fb.n] = slot
-			fb.n++
-			if fb.n == len(fb.slots) {
-				s.flushFreed(fb)
-			}
+		fb.slots[fb.n] = slot
+		fb.n++
+		if fb.n == len(fb.slots) {
+			r.flushFreed(fb)
 		}
 		return
 	}
@@ -327,55 +367,35 @@ func (s *Scheduler) finish(slot uint32, t *task, fb *freeBatch) {
 	}
 }
 
-// flushFreed returns the slots in fb to the allocator.
-func (s *Scheduler) flushFreed(fb *freeBatch) {
+// flushFreed frees the slots in fb, and wakes the owner when the slab
+// then has chunks to give back.
+func (r *runner) flushFreed(fb *freeBatch) {
 	if fb.n == 0 {
 		return
 	}
-	s.release(fb.slots[:fb.n])
+	if r.slab.free(fb.slots[:fb.n]) {
+		r.inbox.wakeOwner()
+	}
 	fb.n = 0
 }
 
 // dropQueued drops every queued job: the pool they were to run on is gone.
-func (s *Scheduler) dropQueued() { s.dropDue(s.runs.takeAll(false)) }
+func (r *runner) dropQueued() { r.dropDue(r.q.takeAll(false)) }
 
-// closeRuns closes the run queue at Shutdown and drops the jobs no run has
+// close closes the run queue at Shutdown and drops the jobs no run has
 // taken.
-func (s *Scheduler) closeRuns() { s.dropDue(s.runs.takeAll(true)) }
+func (r *runner) close() { r.dropDue(r.q.takeAll(true)) }
 
 // dropDue releases due tasks that will never run, counting each in
 // Stats.Dropped unless it was cancelled.
-func (s *Scheduler) dropDue(ds []due) {
+func (r *runner) dropDue(ds []due) {
 	var fb freeBatch
 	for _, d := range ds {
-		t := s.slab.at(d.slot)
+		t := r.slab.at(d.slot)
 		if wordStatus(t.word.Load()) != statusCancelled {
-			s.dropped.Add(1)
+			r.counts.dropped.Add(1)
 		}
-		s.finish(d.slot, t, &fb)
+		r.finish(d.slot, t, &fb)
 	}
-	s.flushFreed(&fb)
-}
-
-func (s *Scheduler) logger() *slog.Logger {
-	if s.cfg.logger != nil {
-		return s.cfg.logger
-	}
-	return slog.Default()
-}
-
-// noteLateness records how late a job started.
-func (s *Scheduler) noteLateness(late int64) {
-	raiseTo(&s.maxLateness, late)
-	raiseTo(&s.recentLateness, late)
-	s.lateness[latenessBucket(late)].Add(1)
-}
-
-func raiseTo(v *atomic.Int64, x int64) {
-	for {
-		cur := v.Load()
-		if x <= cur || v.CompareAndSwap(cur, x) {
-			return
-		}
-	}
+	r.flushFreed(&fb)
 }

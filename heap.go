@@ -42,11 +42,9 @@ func (h *deadlineHeap) forget(e entry) {
 // push adds e. A full heap doubles its capacity, where append would grow
 // a large slice by a quarter: filling a heap to a million entries then
 // copies, and first touches, about two entries' worth of fresh memory per
-// entry rather than five. With append, growing the heap took 42% of the
-// process's CPU while eight goroutines added a million tasks. The
-// price is capacity: up to twice the entries while the heap grows (a spike
-// of ten million tasks peaks at 75 bytes a task instead of 65), which
-// shrink gives back as it drains.
+// entry rather than five, and the copies happen on the owner goroutine,
+// which every add waits behind. The price is capacity: up to twice the
+// entries while the heap grows, which shrink gives back as it drains.
 func (h *deadlineHeap) push(e entry) {
 	if len(h.items) == cap(h.items) {
 		h.resize(2 * len(h.items))
@@ -148,7 +146,7 @@ func (h *deadlineHeap) heapify() {
 // quarter of its capacity is used, the slice is copied into one twice the
 // length. Growth and shrinkage together stay amortised O(1) per entry.
 // Removing entries does not shrink the heap: the owner calls shrink when
-// no deadline is near (Scheduler.shrinkWhenQuiet).
+// no deadline is near (owner.shrinkWhenQuiet).
 func (h *deadlineHeap) shrink() {
 	if c := cap(h.items); c > minHeapCap && len(h.items) < c/4 {
 		h.resize(2 * len(h.items))
@@ -158,10 +156,10 @@ func (h *deadlineHeap) shrink() {
 // trim fits the capacity to what a lazy heap grows back to before its next
 // rebuild, for use after an O(n) rebuild that dropped many entries (the
 // copy costs no more than the rebuild did). A rebuild comes when tombstones
-// reach a quarter of the live entries (owner.go), so the heap regrows to
+// reach a quarter of the live entries (lazy.go), so the heap regrows to
 // 1.25 times its length; an extra sixteenth spares the pushes that get it
-// there from ever copying the slice. Trimming to the bare length instead
-// made every push after a rebuild pay for regrowing it.
+// there from ever copying the slice, where trimming to the bare length
+// would make every push after a rebuild pay for regrowing it.
 func (h *deadlineHeap) trim() {
 	n := len(h.items)
 	if want := n + n/4 + n/16; cap(h.items) > want+n/8+minHeapCap {

@@ -18,42 +18,22 @@ import (
 // drive the owner's steps by hand, on the test goroutine, with no loop
 // running.
 
-// bare returns a Scheduler with its state set up but no goroutines: the
-// test plays the owner.
+// bare returns a Scheduler with its state set up but no goroutines and no
+// pool: the test plays the owner, and no run ever starts.
 func bare(strategy CancelStrategy) *Scheduler {
-	s := &Scheduler{
-		cfg:   config{strategy: strategy},
-		epoch: time.Now(),
-		wake:  make(chan struct{}, 1),
-	}
-	if strategy == EagerCancel {
-		s.heap.index = &s.slab
-	}
-	s.initLanes()
-	s.movedEarlier.Store(never)
-	s.slab.init(rand.Uint64)
-	s.runs.init(s.workers)
-	return s
+	return assemble(config{strategy: strategy}, nil, 0)
 }
 
-// allocSlot allocates a slot from lane 0, as an add would.
+// allocSlot allocates a slot, as an add would.
 func (s *Scheduler) allocSlot() (uint32, *task, bool) {
-	l := &s.lanes[0]
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return s.slab.alloc(l, 0)
+	slot, t, _, ok := s.slab.alloc()
+	return slot, t, ok
 }
 
-// step runs one owner iteration at the given time.
+// step runs one round of the owner's work at the given time.
 func (s *Scheduler) step(now int64) {
-	s.drainInbox()
-	s.runDue(now)
-	if s.cfg.strategy == LazyCancel && s.tooManyTombstones() {
-		s.compact()
-	}
-	s.flush()
-	s.giveBackChunks()
-	s.shrinkWhenQuiet(now)
+	s.owner.dueCount = 0
+	s.owner.work(now)
 }
 
 // checkHeap verifies the heap order and, when the heap is indexed, that
@@ -156,11 +136,11 @@ func TestOwnerShrinksItsHeapOnlyWhenNoDeadlineIsNear(t *testing.T) {
 		}
 	}
 	s.step(start)
-	full := cap(s.heap.items)
+	full := cap(s.owner.heap.items)
 	require.GreaterOrEqual(t, full, n)
 
 	whens := make([]int64, 0, n)
-	for _, e := range s.heap.items {
+	for _, e := range s.owner.heap.items {
 		whens = append(whens, e.when)
 	}
 	slices.Sort(whens)
@@ -169,14 +149,14 @@ func TestOwnerShrinksItsHeapOnlyWhenNoDeadlineIsNear(t *testing.T) {
 	// less than a quarter of the heap; the next deadline is 10 µs away, so
 	// it keeps the heap's size.
 	s.step(whens[n-10_001])
-	require.Equal(t, 10_000, s.heap.len())
-	require.Less(t, s.heap.len(), full/4)
-	assert.Equal(t, full, cap(s.heap.items), "shrank while deadlines were due any moment")
+	require.Equal(t, 10_000, s.owner.heap.len())
+	require.Less(t, s.owner.heap.len(), full/4)
+	assert.Equal(t, full, cap(s.owner.heap.items), "shrank while deadlines were due any moment")
 
 	// Past the stream, the next deadline is an hour away: it shrinks.
 	s.step(whens[n-2])
-	require.Equal(t, 1, s.heap.len())
-	assert.Less(t, cap(s.heap.items), full/4)
+	require.Equal(t, 1, s.owner.heap.len())
+	assert.Less(t, cap(s.owner.heap.items), full/4)
 }
 
 func TestHeapifyRestoresOrderAndIndex(t *testing.T) {
@@ -184,10 +164,10 @@ func TestHeapifyRestoresOrderAndIndex(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 5000 {
 		slot, _, _ := s.allocSlot()
-		s.heap.items = append(s.heap.items, entry{when: r.Int64N(100), slot: slot})
+		s.owner.heap.items = append(s.owner.heap.items, entry{when: r.Int64N(100), slot: slot})
 	}
-	s.heap.heapify()
-	checkHeap(t, &s.heap)
+	s.owner.heap.heapify()
+	checkHeap(t, &s.owner.heap)
 }
 
 func TestSlotWhoseGenerationWouldWrapIsNeverReused(t *testing.T) {
@@ -197,9 +177,11 @@ func TestSlotWhoseGenerationWouldWrapIsNeverReused(t *testing.T) {
 	if s.slab.base == 1 {
 		task.gen.Store(genLocked - 1) // generations have 31 bits, and skip 0
 	}
-	s.freeSlots([]uint32{slot}) // the slot must be retired for good
+	s.slab.free([]uint32{slot}) // the slot must be retired for good
 	assert.Zero(t, task.gen.Load())
-	assert.Empty(t, s.lanes[0].free)
+	for k := range s.slab.shards {
+		assert.Empty(t, s.slab.shards[k].free)
+	}
 
 	next, _, _ := s.allocSlot()
 	assert.NotEqual(t, slot, next)
@@ -212,10 +194,10 @@ func TestFreedSlotIsReusedWithANewGeneration(t *testing.T) {
 	require.True(t, s.CancelTask(first))
 	s.step(s.now()) // the owner removes the entry and frees the slot
 
-	// Its lane hands the slot out next; adds take any free lane, so add
-	// until one comes from that lane.
+	// Its shard hands the slot out next; adds take any free shard, so add
+	// until one comes from that shard.
 	var second TaskID
-	for second == 0 || s.slab.laneOf(s.slab.slotOf(second)) != s.slab.laneOf(s.slab.slotOf(first)) {
+	for second == 0 || s.slab.shardOf(s.slab.slotOf(second)) != s.slab.shardOf(s.slab.slotOf(first)) {
 		second, err = s.ScheduleOne(func() {}, time.Hour)
 		require.NoError(t, err)
 	}
@@ -234,23 +216,23 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 	// Fast-forward the task's tag to just short of wrapping.
 	task := s.slab.at(s.slab.slotOf(id))
 	task.ref = math.MaxUint32 - 2
-	s.heap.items[0].tag = task.ref
+	s.owner.heap.items[0].tag = task.ref
 
 	// Each move earlier pushes an entry with the next tag: MaxUint32-1,
 	// MaxUint32, 0, 1. The old entries must all read as tombstones.
 	for i := range 4 {
-		// Less than deferMoves away: each move is a request (moved.go).
+		// Less than deferMoves away: each move is a request.
 		require.True(t, s.Reset(id, time.Duration(500-i)*time.Millisecond))
 		s.step(0)
 	}
 	assert.Equal(t, uint32(1), task.ref)
 	s.step(int64(2 * time.Hour))
-	require.Len(t, s.runs.items, 1, "dispatched once")
+	require.Len(t, s.runs.q.items, 1, "dispatched once")
 	var fb freeBatch
-	s.runOne(s.runs.items[0], &fb)
+	s.runs.runOne(s.runs.q.items[0], &fb)
 	assert.Equal(t, 1, ran)
-	assert.Equal(t, 0, s.heap.len(), "every tombstone was discarded")
-	assert.Equal(t, int64(0), s.tombstones())
+	assert.Equal(t, 0, s.owner.heap.len(), "every tombstone was discarded")
+	assert.Equal(t, int64(0), s.cancel.tombstones())
 }
 
 func TestNextRunKeepsThePhaseAndCountsMissedDeadlines(t *testing.T) {
@@ -288,11 +270,11 @@ func TestNeverDueTaskIsNotDispatchedEvenPastTheHorizon(t *testing.T) {
 	_, err := s.ScheduleOne(func() {}, math.MaxInt64)
 	require.NoError(t, err)
 	s.step(math.MaxInt64) // a clock beyond the representable horizon
-	assert.Empty(t, s.runs.items)
+	assert.Empty(t, s.runs.q.items)
 	assert.Equal(t, 1, s.Len())
 }
 
-// TestFarEarlierResetsWaitForOnePassOverTheHeap checks moved.go: a move
+// TestFarEarlierResetsWaitForOnePassOverTheHeap checks deferMoves: a move
 // earlier to a second or more out sends the owner no request and leaves
 // the heap as it was, and the owner fixes every such entry once the
 // earliest comes due, so that the tasks run in deadline order.
@@ -307,21 +289,21 @@ func TestFarEarlierResetsWaitForOnePassOverTheHeap(t *testing.T) {
 				ids = append(ids, id)
 			}
 			s.step(0)
-			require.Equal(t, never, s.movedEarlier.Load())
+			require.Equal(t, never, s.inbox.movedEarlier.Load())
 
 			require.True(t, s.Reset(ids[3], 2*time.Hour))
 			require.True(t, s.Reset(ids[1], time.Hour))
-			assert.False(t, s.inboxWaiting(), "a far move sent a request")
-			assert.InDelta(t, int64(time.Hour), s.movedEarlier.Load(), float64(time.Minute))
+			assert.False(t, s.inbox.waiting(), "a far move sent a request")
+			assert.InDelta(t, int64(time.Hour), s.inbox.movedEarlier.Load(), float64(time.Minute))
 			s.step(0)
-			assert.Equal(t, 5, s.heap.len(), "entries added for far moves")
-			assert.GreaterOrEqual(t, s.heap.top().when, int64(3*time.Hour), "the heap was fixed before a move came due")
+			assert.Equal(t, 5, s.owner.heap.len(), "entries added for far moves")
+			assert.GreaterOrEqual(t, s.owner.heap.top().when, int64(3*time.Hour), "the heap was fixed before a move came due")
 
 			s.step(int64(time.Hour) + int64(time.Minute))
-			assert.Equal(t, never, s.movedEarlier.Load())
+			assert.Equal(t, never, s.inbox.movedEarlier.Load())
 			s.step(int64(4 * time.Hour))
 			var got []TaskID
-			for _, d := range s.runs.items[s.runs.head:] {
+			for _, d := range s.runs.q.items[s.runs.q.head:] {
 				got = append(got, s.slab.id(d.slot, s.slab.at(d.slot).gen.Load()))
 			}
 			require.Len(t, got, 5)
@@ -353,17 +335,17 @@ func TestOwnerForgetsTheIntervalsOfCancelledTasks(t *testing.T) {
 			_, err := s.ScheduleOne(nop, time.Hour)
 			require.NoError(t, err)
 			s.step(0)
-			require.Len(t, s.intervals, 3)
-			assert.Equal(t, int64(2*time.Hour), s.intervals[s.slab.slotOf(ids[1])])
+			require.Len(t, s.owner.intervals, 3)
+			assert.Equal(t, int64(2*time.Hour), s.owner.intervals[s.slab.slotOf(ids[1])])
 
 			require.True(t, s.CancelTask(ids[1]))
 			s.step(int64(4 * time.Hour)) // lazy: dropped as it reaches the top
-			assert.Len(t, s.intervals, 2)
+			assert.Len(t, s.owner.intervals, 2)
 			for _, id := range ids {
 				s.CancelTask(id)
 			}
 			s.step(int64(24 * time.Hour))
-			assert.Nil(t, s.intervals)
+			assert.Nil(t, s.owner.intervals)
 		})
 	}
 }
@@ -387,15 +369,15 @@ func TestTimerWakeHandsOverDueTasksBeforeApplyingWaitingRequests(t *testing.T) {
 			add("c", 3*time.Hour)
 			s.step(0)
 			add("d", 150*time.Minute) // waits in the inbox
-			require.True(t, s.inboxWaiting())
+			require.True(t, s.inbox.waiting())
 
-			s.runDueAhead(int64(4 * time.Hour))
-			s.handOver()
-			assert.True(t, s.inboxWaiting(), "the waiting add was applied first")
+			s.owner.runDueAhead(int64(4 * time.Hour))
+			s.owner.handOver()
+			assert.True(t, s.inbox.waiting(), "the waiting add was applied first")
 			s.step(int64(4 * time.Hour))
 
 			var got []string
-			for _, d := range s.runs.items[s.runs.head:] {
+			for _, d := range s.runs.q.items[s.runs.q.head:] {
 				for name, id := range ids {
 					if s.slab.id(d.slot, s.slab.at(d.slot).gen.Load()) == id {
 						got = append(got, name)
@@ -424,22 +406,22 @@ func TestRequestsWakeTheOwnerOnlyWhenTheyCannotWait(t *testing.T) {
 				_, err = s.ScheduleOne(job, time.Hour)
 				require.NoError(t, err)
 				synctest.Wait()
-				require.Equal(t, time.Hour.Nanoseconds(), s.sleepUntil.Load())
-				loops := s.loops.Load()
+				require.Equal(t, time.Hour.Nanoseconds(), s.inbox.sleepUntil.Load())
+				loops := s.owner.loops.Load()
 
 				later, err := s.ScheduleOne(nop, 2*time.Hour)
 				require.NoError(t, err)
 				require.True(t, s.Reset(later, 3*time.Hour))
 				require.True(t, s.Reset(later, 90*time.Minute)) // earlier, but after the timer
 				synctest.Wait()
-				assert.Equal(t, loops, s.loops.Load(), "requests after the owner's timer woke it")
+				assert.Equal(t, loops, s.owner.loops.Load(), "requests after the owner's timer woke it")
 				assert.Equal(t, 2, s.Len())
 
 				_, err = s.ScheduleOne(job, time.Minute)
 				require.NoError(t, err)
 				synctest.Wait()
-				assert.Greater(t, s.loops.Load(), loops, "a nearer deadline did not wake the owner")
-				assert.Equal(t, time.Minute.Nanoseconds(), s.sleepUntil.Load())
+				assert.Greater(t, s.owner.loops.Load(), loops, "a nearer deadline did not wake the owner")
+				assert.Equal(t, time.Minute.Nanoseconds(), s.inbox.sleepUntil.Load())
 				assert.Equal(t, 3, s.Stats().HeapEntries-s.Stats().Tombstones, "every request applied")
 
 				time.Sleep(time.Hour)
@@ -574,16 +556,16 @@ func TestTombstonesNeverReachAChunkGivenBack(t *testing.T) {
 		}
 	}
 	s.step(0)
-	require.Positive(t, s.tombstones(), "tombstones in the heap")
+	require.Positive(t, s.cancel.tombstones(), "tombstones in the heap")
 
 	at := s.now() + int64(time.Hour)
 	s.step(at)                       // every task comes due...
-	s.dropDue(s.runs.takeAll(false)) // ...and its run ends, freeing its slot
+	s.runs.dropDue(s.runs.q.takeAll(false)) // ...and its run ends, freeing its slot
 	s.step(at)                       // the chunks go, and the tombstones first
-	assert.Zero(t, s.tombstones())
-	assert.Zero(t, s.heap.len())
+	assert.Zero(t, s.cancel.tombstones())
+	assert.Zero(t, s.owner.heap.len())
 	assert.Less(t, liveChunks(s), peak, "no chunk given back")
-	assert.LessOrEqual(t, liveChunks(s), 2*laneCount)
+	assert.LessOrEqual(t, liveChunks(s), 2*shardCount)
 	s.step(at + int64(2*time.Hour)) // nothing left to pop
 }
 

@@ -2,17 +2,47 @@ package schedule
 
 import (
 	"errors"
-	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/ants/v2"
 )
 
-// The owner goroutine: the only one that touches the deadline heap. It
-// applies the requests in its inbox, hands due tasks to the run queue in
-// deadline order, starts drain runs on the pool, reclaims tombstones, and
-// sleeps on one timer set for whichever comes first: the earliest deadline
-// or a retry of runs the pool refused.
+// owner is the owner goroutine: the only one that touches the deadline
+// heap. It applies the requests in its inbox, hands due tasks to the run
+// queue in deadline order, starts drain runs, reclaims what cancelled and
+// finished tasks leave behind, and sleeps on one timer set for whichever
+// comes first: the earliest deadline, a retry of runs the pool refused, or
+// the earliest deadline moved earlier without a request.
+//
+// The fields from heap on are the goroutine's own. The parts before them
+// are shared, each with its own rules: the owner takes requests from the
+// inbox, looks tasks up in the slab and frees their slots, and puts due
+// tasks in the run queue.
+type owner struct {
+	clock
+	slab   *slab
+	inbox  *inbox
+	runs   *runner
+	cancel canceller
+	counts *outcomes
+	quit   <-chan struct{}
+	done   chan struct{} // closed when the goroutine ends
+
+	heap      deadlineHeap
+	freed     []uint32         // slots to free at the end of the loop iteration
+	dueNow    []due            // due tasks collected for the run queue
+	dueCount  int              // due tasks collected in this loop iteration
+	intervals map[uint32]int64 // slot to interval, for the repeating tasks the owner holds
+	retryAt   int64            // when to try again to start runs the pool refused; 0: none
+	backoff   time.Duration    // the wait before that retry
+
+	// Published by the owner, read by Len and Stats.
+	heapLen atomic.Int64
+	ended   atomic.Int64  // tasks that stopped being pending other than by CancelTask
+	loops   atomic.Uint64 // loop iterations completed
+	wakeups atomic.Uint64 // times the goroutine woke from sleep
+}
 
 // The owner hands due tasks to the run queue in chunks while it pops them,
 // so that the first of a million simultaneous deadlines starts while the
@@ -34,8 +64,8 @@ const (
 // (ten times a second), however many keys there are and however often they
 // are reset, plus once for each deadline that really comes due. Fixing an
 // entry a little early costs nothing extra: it is the same sift it would
-// get at the top, and a deadline postponed again is fixed again only when it
-// next comes near the top.
+// get at the top, and a deadline postponed again is fixed again only when
+// it next comes near the top.
 const lookAhead = 100 * time.Millisecond
 
 // Back-off for starting runs on a pool that refused them (full, or busy
@@ -45,47 +75,39 @@ const (
 	maxRetry = 5 * time.Millisecond
 )
 
+// quietGap is how far off the next deadline must be for the owner to
+// shrink its heap. A shrink copies the heap into fresh memory, whose page
+// faults take milliseconds for a large heap: shrinking in the middle of a
+// stream of deadlines would make the jobs due meanwhile that late.
+const quietGap = 10 * time.Millisecond
+
 // loop is the owner goroutine.
-func (s *Scheduler) loop() {
-	defer close(s.ownerDone)
+func (o *owner) loop() {
+	defer close(o.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := int64(-1) // deadline the timer is set for; -1 when stopped
-	backoff := time.Duration(0)
 	timerFired := false
 	for {
-		s.dueCount = 0
+		o.dueCount = 0
 		if timerFired {
-			s.runDueAhead(s.now())
+			o.runDueAhead(o.now())
 			timerFired = false
 		}
-		s.drainInbox()
-		now := s.now()
-		s.runDue(now)
-		if s.cfg.strategy == LazyCancel && s.tooManyTombstones() {
-			s.compact()
-		}
-		s.flush()
-		s.giveBackChunks()
-		s.shrinkWhenQuiet(s.now())
-		if s.retryAt == 0 || now >= s.retryAt {
-			s.retryAt = 0
-			if s.startRuns() {
-				backoff = 0
-			} else {
-				backoff = min(max(2*backoff, minRetry), maxRetry)
-				s.retryAt = s.now() + int64(backoff)
-			}
+		now := o.now()
+		o.work(now)
+		if o.retryAt == 0 || now >= o.retryAt {
+			o.startRuns()
 		}
 
 		next := never
-		if s.heap.len() > 0 {
-			next = s.heap.top().when
+		if o.heap.len() > 0 {
+			next = o.heap.top().when
 		}
-		if s.retryAt != 0 {
-			next = min(next, s.retryAt)
+		if o.retryAt != 0 {
+			next = min(next, o.retryAt)
 		}
-		next = min(next, s.movedEarlier.Load())
+		next = min(next, o.inbox.movedEarlier.Load())
 		if next != armed {
 			if next >= never {
 				timer.Stop()
@@ -93,188 +115,130 @@ func (s *Scheduler) loop() {
 			} else {
 				// Measure again: runDue may have taken a while, and the wait is
 				// to an absolute deadline.
-				timer.Reset(time.Duration(next - s.now()))
+				timer.Reset(time.Duration(next - o.now()))
 				armed = next
 			}
 		}
-		// Publish the wake-up time, then look at the inbox once more: a
-		// request that came after drainInbox either is seen here or sees
-		// sleepUntil (inbox.go). While requests keep coming, go round
-		// without publishing anything, so that callers reading sleepUntil
-		// do not fight the owner for its cache line.
-		if s.inboxWaiting() {
+		// While requests keep coming, go round without publishing anything,
+		// so that callers reading sleepUntil do not fight the owner for its
+		// cache line.
+		if o.inbox.waiting() {
 			continue
 		}
-		wakeAt := armed // -1: no timer
-		if wakeAt < 0 {
-			wakeAt = never
+		o.cancel.beforeSleep()
+		wakeAt := int64(never)
+		if armed >= 0 {
+			wakeAt = armed
 		}
-		if s.cfg.strategy == LazyCancel {
-			s.shareTombstoneRoom()
-		}
-		s.sleepUntil.Store(wakeAt)
-		if s.inboxWaiting() || s.movedEarlier.Load() < wakeAt {
-			s.sleepUntil.Store(0)
+		if !o.inbox.sleep(wakeAt) {
 			continue
 		}
 		select {
-		case <-s.quit:
+		case <-o.quit:
 			timer.Stop()
-			s.dropAll()
+			o.dropAll()
 			return
-		case <-s.wake:
+		case <-o.inbox.wake:
 		case <-timer.C:
 			// A fire is only a hint (with pre-Go 1.23 timer semantics it can
 			// be stale): runDue compares deadlines with the clock.
 			armed = -1
 			timerFired = true
 		}
-		s.wakeups.Add(1)
-		s.sleepUntil.Store(0)
+		o.wakeups.Add(1)
+		o.inbox.awake()
 	}
 }
 
-// inboxWaiting reports whether requests wait in the inbox.
-func (s *Scheduler) inboxWaiting() bool { return s.busyLanes.Load() != 0 }
-
-// drainInbox applies every queued request, lane after lane.
-func (s *Scheduler) drainInbox() {
-	for busy := s.busyLanes.Load(); busy != 0; busy &= busy - 1 {
-		l := &s.lanes[bits.TrailingZeros32(busy)]
-		l.mu.Lock()
-		s.busyLanes.And(^l.bit)
-		full := len(l.ops) >= laneMax
-		s.ops, l.ops = l.ops, s.ops[:0]
-		l.from = never
-		n := l.enqueued
-		if full {
-			l.room.Broadcast()
-		}
-		l.mu.Unlock()
-		for _, o := range s.ops {
-			s.apply(o)
-		}
-		// A burst is over when 16 drains in a row used less than a
-		// sixteenth of a large buffer: give it back then, not at the first
-		// small drain, or a steady stream of requests would regrow it again
-		// and again.
-		if c := cap(s.ops); c > 4096 && len(s.ops) < c/16 {
-			s.smallDrains++
-		} else {
-			s.smallDrains = 0
-		}
-		if s.smallDrains >= 16 {
-			s.ops, s.smallDrains = nil, 0
-		} else {
-			clear(s.ops)
-		}
-		l.processed.Store(n)
+// work is the owner's round of work at now, between two looks at its
+// timer: the requests, the due tasks and the upkeep of the heap and the
+// slab.
+func (o *owner) work(now int64) {
+	o.inbox.drain(o.apply)
+	o.runDue(now)
+	o.cancel.tidy()
+	o.flush()
+	if o.slab.wantsTrim() {
+		o.cancel.beforeTrim()
+		o.slab.trim()
 	}
-}
-
-func (s *Scheduler) apply(o op) {
-	ch := s.slab.chunkOf(o.slot)
-	if ch == nil {
-		return // the task is gone, and its chunk given back
-	}
-	t := &ch.tasks[o.slot&(chunkSize-1)]
-	if t.generation() != o.gen {
-		return // the task is gone and its slot reused
-	}
-	w := t.word.Load()
-	switch o.kind {
-	case opAdd:
-		if wordStatus(w) == statusCancelled {
-			if s.cfg.strategy == LazyCancel {
-				s.countTombstones(-1)
-			}
-			s.drop(o.slot, t)
-			return
-		}
-		if o.interval != 0 {
-			if s.intervals == nil {
-				s.intervals = make(map[uint32]int64)
-			}
-			s.intervals[o.slot] = o.interval
-		}
-		s.pushEntry(o.slot, t, wordWhen(w))
-	case opEarlier:
-		if wordStatus(w) != statusPending || w&flagOwned == 0 {
-			return
-		}
-		when := wordWhen(w)
-		if s.cfg.strategy == EagerCancel {
-			if i := int(t.ref); i < s.heap.len() && s.heap.items[i].slot == o.slot && when < s.heap.items[i].when {
-				s.heap.setWhen(i, when)
-			}
-			return
-		}
-		// Lazy: the old entry becomes a tombstone.
-		s.pushEntry(o.slot, t, when)
-		s.countTombstones(1)
-	case opRemove:
-		i := t.ref
-		if w&flagOwned == 0 || int(i) >= s.heap.len() || s.heap.items[i].slot != o.slot {
-			return // already dropped when its entry reached the top
-		}
-		s.heap.removeAt(int(i))
-		s.drop(o.slot, t)
-	}
-}
-
-// pushEntry adds an entry for t. With lazy cancel it gets a new tag, which
-// turns any earlier entry of t into a tombstone.
-func (s *Scheduler) pushEntry(slot uint32, t *task, when int64) {
-	if s.cfg.strategy == LazyCancel {
-		if t.ref == noIndex-1 {
-			// About to reuse tag values: clear out every tombstone first so
-			// that no old entry can match a new tag.
-			s.compact()
-		}
-		t.ref++
-	}
-	s.heap.push(entry{when: when, slot: slot, tag: t.ref})
+	o.shrinkWhenQuiet(now)
 }
 
 // runDueAhead hands over, when the owner's timer has woken it, the tasks
 // due at now that no request waiting in the inbox can precede: those due
-// by the earliest deadline the waiting requests concern. The requests that
-// wait concern deadlines no earlier than the timer's, or they would have
-// woken the owner (inbox.go); after a burst of adds, thousands of them may
-// wait, and applying them first would delay every due job.
-func (s *Scheduler) runDueAhead(now int64) { s.runDue(min(now, s.waitingFrom())) }
+// by the earliest deadline the waiting requests concern. They concern
+// deadlines no earlier than the timer's, or they would have woken the
+// owner; after a burst of adds thousands of them may wait, and applying
+// them first would delay every due job.
+func (o *owner) runDueAhead(now int64) { o.runDue(min(now, o.inbox.waitingFrom())) }
+
+// apply carries out one request from the inbox.
+func (o *owner) apply(r op) {
+	ch := o.slab.chunkOf(r.slot)
+	if ch == nil {
+		return // the task is gone, and its chunk given back
+	}
+	t := &ch.tasks[r.slot&(chunkSize-1)]
+	if t.generation() != r.gen {
+		return // the task is gone and its slot reused
+	}
+	w := t.word.Load()
+	switch r.kind {
+	case opAdd:
+		if wordStatus(w) == statusCancelled {
+			o.cancel.discarded()
+			o.drop(r.slot, t)
+			return
+		}
+		if r.interval != 0 {
+			if o.intervals == nil {
+				o.intervals = make(map[uint32]int64)
+			}
+			o.intervals[r.slot] = r.interval
+		}
+		o.cancel.push(r.slot, t, wordWhen(w))
+	case opEarlier:
+		if wordStatus(w) == statusPending && w&flagOwned != 0 {
+			o.cancel.movedEarlier(r.slot, t, wordWhen(w))
+		}
+	case opRemove:
+		if w&flagOwned != 0 {
+			o.cancel.remove(r.slot, t)
+		}
+	}
+}
 
 // runDue hands every task due at now to the run queue, in chunks, and
-// fixes the entries of deadlines postponed to beyond now + lookAhead that
-// are still at the top, so that the owner does not wake for them. It
-// first fixes the entries of deadlines moved earlier, if one is due
-// (moved.go).
-func (s *Scheduler) runDue(now int64) {
-	s.adjust(now)
+// fixes the entries of deadlines that Reset postponed while they are within
+// lookAhead of now. It first fixes the entries of deadlines moved earlier
+// without a request, if the earliest of them is due.
+func (o *owner) runDue(now int64) {
+	if o.inbox.takeMovedEarlier(now) {
+		o.rebuild()
+	}
 	fixBy := now + int64(lookAhead)
-	for s.heap.len() > 0 {
-		e := s.heap.top()
+	for o.heap.len() > 0 {
+		e := o.heap.top()
 		if e.when > fixBy || e.when >= never {
 			break
 		}
-		t := s.slab.at(e.slot)
-		if s.cfg.strategy == LazyCancel && e.tag != t.ref {
-			s.heap.pop() // tombstone of an earlier deadline
-			s.countTombstones(-1)
+		t := o.slab.at(e.slot)
+		if !o.cancel.current(e, t) {
+			o.heap.pop() // a tombstone
+			o.cancel.discarded()
 			continue
 		}
 		w := t.word.Load()
 		if wordStatus(w) == statusCancelled {
-			s.heap.pop()
-			if s.cfg.strategy == LazyCancel {
-				s.countTombstones(-1)
-			}
-			s.drop(e.slot, t)
+			o.heap.pop()
+			o.cancel.discarded()
+			o.drop(e.slot, t)
 			continue
 		}
 		if when := wordWhen(w); when != e.when {
 			// Reset moved the deadline: fix the entry, look again.
-			s.heap.setWhen(0, when)
+			o.heap.setWhen(0, when)
 			continue
 		}
 		if e.when > now {
@@ -285,12 +249,12 @@ func (s *Scheduler) runDue(now int64) {
 			if !t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusFired|flagRunning) {
 				continue // a caller changed it meanwhile; look again
 			}
-			s.heap.pop()
-			s.countEnded()
-			s.due(e.slot, e.when)
+			o.heap.pop()
+			o.ended.Add(1)
+			o.due(e.slot, e.when)
 			continue
 		}
-		next, missed := nextRun(e.when, s.intervals[e.slot], now)
+		next, missed := nextRun(e.when, o.intervals[e.slot], now)
 		running := w&flagRunning != 0
 		nw := packWord(next, w&flagMask|flagRunning)
 		if running {
@@ -300,62 +264,57 @@ func (s *Scheduler) runDue(now int64) {
 		if !t.word.CompareAndSwap(w, nw) {
 			continue
 		}
-		s.heap.setWhen(0, next)
+		o.heap.setWhen(0, next)
 		if missed > 0 {
-			s.skipped.Add(uint64(missed))
+			o.counts.skipped.Add(uint64(missed))
 		}
 		if !running {
-			s.due(e.slot, e.when)
+			o.due(e.slot, e.when)
 		}
 	}
 }
 
 // due collects the task in slot for the run queue, handing a chunk over
 // as soon as it is full.
-func (s *Scheduler) due(slot uint32, when int64) {
-	s.dueNow = append(s.dueNow, due{slot, when})
-	s.dueCount++
-	n := len(s.dueNow)
-	first := n == firstHandOver && s.dueCount == firstHandOver
-	if n >= handOverChunk || first {
-		s.handOver()
-		if s.retryAt == 0 {
-			s.startRuns()
+func (o *owner) due(slot uint32, when int64) {
+	o.dueNow = append(o.dueNow, due{slot, when})
+	o.dueCount++
+	n := len(o.dueNow)
+	if n >= handOverChunk || (n == firstHandOver && o.dueCount == firstHandOver) {
+		o.handOver()
+		if o.retryAt == 0 {
+			o.startRuns()
 		}
 	}
 }
 
 // handOver moves the collected due tasks to the run queue.
-func (s *Scheduler) handOver() {
-	if len(s.dueNow) == 0 {
+func (o *owner) handOver() {
+	if len(o.dueNow) == 0 {
 		return
 	}
-	s.runs.put(s.dueNow)
-	s.dueNow = s.dueNow[:0]
+	o.runs.q.put(o.dueNow)
+	o.dueNow = o.dueNow[:0]
 }
 
-// startRuns submits a drain run if jobs are queued and no run is starting;
-// runs start helpers themselves as they find more jobs waiting (fire.go).
-// The pool never makes it wait: New's pool is non-blocking and WithPool
-// accepts only non-blocking pools. It reports false when the pool refused
-// the run, to be retried on the owner's timer; jobs stay queued meanwhile,
-// and runs already going keep draining them.
-func (s *Scheduler) startRuns() bool {
-	if !s.runs.claim() {
-		return true
-	}
-	err := s.pool.Submit(s.runFn)
-	if err == nil {
-		return true
-	}
-	s.runs.unclaim()
-	if errors.Is(err, ants.ErrPoolClosed) {
+// startRuns starts a drain run if jobs are queued and no run is starting.
+// The pool never makes it wait (see runner.start). When the pool refuses,
+// it sets retryAt, backing off from minRetry to maxRetry; jobs stay queued
+// meanwhile, and runs already going keep draining them.
+func (o *owner) startRuns() {
+	err := o.runs.start()
+	switch {
+	case err == nil:
+		o.retryAt, o.backoff = 0, 0
+	case errors.Is(err, ants.ErrPoolClosed):
 		// A pool given with WithPool was released under the scheduler: no
 		// queued job can ever run.
-		s.dropQueued()
-		return true
+		o.runs.dropQueued()
+		o.retryAt, o.backoff = 0, 0
+	default:
+		o.backoff = min(max(2*o.backoff, minRetry), maxRetry)
+		o.retryAt = o.now() + int64(o.backoff)
 	}
-	return false
 }
 
 // nextRun returns the first deadline of a task with the given interval
@@ -376,167 +335,94 @@ func nextRun(when, interval, now int64) (next int64, missed int64) {
 	return next, missed
 }
 
-// drop releases the owner's reference to t, whose entry has left the heap
-// (or never entered it). The slot is freed once no worker runs it either.
-func (s *Scheduler) drop(slot uint32, t *task) {
+// drop releases the owner's hold on t, whose entry has left the heap (or
+// never entered it). The slot is freed once no run holds it either.
+func (o *owner) drop(slot uint32, t *task) {
 	w := t.letGo(flagOwned)
 	if w&flagRepeat != 0 {
-		delete(s.intervals, slot)
-		if len(s.intervals) == 0 {
-			s.intervals = nil // a Go map never shrinks: let a large one go
+		delete(o.intervals, slot)
+		if len(o.intervals) == 0 {
+			o.intervals = nil // a Go map never shrinks: let a large one go
 		}
 	}
 	if unheld(w) {
-		s.freed = append(s.freed, slot)
+		o.freed = append(o.freed, slot)
 	}
 }
 
 // flush ends a loop iteration: frees the slots dropped during it, hands the
 // due tasks to the run queue and publishes the heap's size.
-func (s *Scheduler) flush() {
-	if len(s.freed) > 0 {
-		s.freeSlots(s.freed)
-		s.freed = s.freed[:0]
-		if cap(s.freed) > 4096 {
-			s.freed = nil // after a rebuild that dropped many: give it back
+func (o *owner) flush() {
+	if len(o.freed) > 0 {
+		o.slab.free(o.freed) // the owner trims the slab itself, next
+		o.freed = o.freed[:0]
+		if cap(o.freed) > bigBuffer {
+			o.freed = nil // after a rebuild that dropped many: give it back
 		}
 	}
-	s.handOver()
-	s.heapLen.Store(int64(s.heap.len()))
-	s.loops.Add(1)
+	o.handOver()
+	o.heapLen.Store(int64(o.heap.len()))
+	o.loops.Add(1)
 }
-
-// freeSlots retires the given slots and returns the reusable ones to their
-// lanes' allocators, under one lock per lane. It may reorder slots.
-func (s *Scheduler) freeSlots(slots []uint32) {
-	reusable := slots[:0]
-	for _, slot := range slots {
-		if s.slab.retire(s.slab.at(slot)) {
-			reusable = append(reusable, slot)
-		}
-	}
-	s.release(reusable)
-}
-
-// giveBackChunks has the lanes that asked for it give back their chunks
-// whose slots are all free (lane.trim in inbox.go). With lazy cancel it
-// first rebuilds the heap if it holds tombstones: a tombstone may outlive
-// its task and name a free slot, and is looked up when it reaches the top
-// or a rebuild drops it, so its chunk must still be there then. Tombstones
-// that name free slots are made by the owner alone (it drops a task whose
-// earlier entry is still in the heap), so none appears while it trims. The
-// rebuild is paid for by the chunks given back: a lane asks only once a
-// quarter of its chunks have every slot free.
-func (s *Scheduler) giveBackChunks() {
-	want := s.trimLanes.Load()
-	if want == 0 {
-		return
-	}
-	if s.tombstones() != 0 {
-		s.compact()
-	}
-	for ; want != 0; want &= want - 1 {
-		l := &s.lanes[bits.TrailingZeros32(want)]
-		s.trimLanes.And(^l.bit)
-		l.mu.Lock()
-		if l.wantsTrim() {
-			s.trim(l)
-		}
-		l.mu.Unlock()
-	}
-}
-
-// quietGap is how far off the next deadline must be for the owner to
-// shrink its heap. A shrink copies the heap into fresh memory, and the page
-// faults of 2 MB of it took 5 ms on the 2-core machine of the benchmarks:
-// shrinking in the middle of a stream of deadlines a few microseconds
-// apart made every job due in those 5 ms that late.
-const quietGap = 10 * time.Millisecond
 
 // shrinkWhenQuiet shrinks a heap that emptied out (deadlineHeap.shrink)
 // when no deadline is due within quietGap of now.
-func (s *Scheduler) shrinkWhenQuiet(now int64) {
-	if s.heap.len() > 0 && s.heap.top().when-now < int64(quietGap) {
+func (o *owner) shrinkWhenQuiet(now int64) {
+	if o.heap.len() > 0 && o.heap.top().when-now < int64(quietGap) {
 		return
 	}
-	s.heap.shrink()
+	o.heap.shrink()
 }
 
-// tooManyTombstones reports whether tombstones exceed a quarter of the live
-// entries (a fifth of the heap). Rebuilding then keeps the heap within 1.25
-// entries per live task. (The Go runtime's rule, a quarter of the heap,
-// would allow 1.33.)
-func (s *Scheduler) tooManyTombstones() bool {
-	d := s.tombstones()
-	return d > 0 && 5*d > int64(s.heap.len())
-}
-
-// compact rebuilds a lazy heap without its tombstones, in O(n).
-func (s *Scheduler) compact() {
-	items := s.heap.items
+// rebuild rebuilds the heap in O(n): without the entries that no longer
+// stand for a pending task (tombstones, and entries of cancelled tasks,
+// whose holds it drops), and with every deadline that moved earlier than
+// its entry fixed.
+func (o *owner) rebuild() {
+	items := o.heap.items
 	kept := 0
 	for _, e := range items {
-		t := s.slab.at(e.slot)
-		if e.tag != t.ref {
-			s.countTombstones(-1)
+		t := o.slab.at(e.slot)
+		if !o.cancel.current(e, t) {
+			o.cancel.discarded()
 			continue
 		}
-		if wordStatus(t.word.Load()) == statusCancelled {
-			s.countTombstones(-1)
-			s.drop(e.slot, t)
+		w := t.word.Load()
+		if wordStatus(w) == statusCancelled {
+			o.cancel.discarded()
+			o.drop(e.slot, t)
 			continue
 		}
-		if w := t.word.Load(); wordWhen(w) < e.when {
-			e.when = wordWhen(w) // a deadline moved earlier (moved.go)
-		}
+		e.when = min(e.when, wordWhen(w))
 		items[kept] = e
 		kept++
 	}
-	s.heap.items = items[:kept]
-	s.heap.heapify()
-	s.heap.trim()
+	o.heap.items = items[:kept]
+	o.heap.heapify()
+	o.heap.trim()
 }
 
 // dropAll ends the owner's life at Shutdown: every task still pending is
 // dropped (counted in Stats.Dropped), its job let go, and the heap's memory
 // returned. New requests can no longer arrive: Shutdown closed the inbox
 // before it told the owner to quit.
-func (s *Scheduler) dropAll() {
-	s.drainInbox()
-	for _, e := range s.heap.items {
-		t := s.slab.at(e.slot)
-		if s.cfg.strategy == LazyCancel && e.tag != t.ref {
+func (o *owner) dropAll() {
+	o.inbox.drain(o.apply)
+	for _, e := range o.heap.items {
+		t := o.slab.at(e.slot)
+		if !o.cancel.current(e, t) {
 			continue // a tombstone: the task's current entry is elsewhere
 		}
-		s.cancelForShutdown(t)
-		s.drop(e.slot, t)
-	}
-	s.heap.items = nil
-	s.intervals = nil
-	s.dueNow = nil
-	s.ops = nil
-	s.freeSlots(s.freed)
-	s.freed = nil
-	s.heapLen.Store(0)
-}
-
-// cancelForShutdown marks a pending task cancelled, so that no run of it
-// can start, and counts it as dropped. A CancelTask racing with Shutdown
-// either wins (and counts a cancel) or loses; never both.
-func (s *Scheduler) cancelForShutdown(t *task) {
-	defer t.unlock(t.lockCurrent())
-	for {
-		w := t.word.Load()
-		if wordStatus(w) != statusPending {
-			return
+		if t.cancel(t.generation()) { // the owner holds t: its generation stays
+			o.ended.Add(1)
+			o.counts.dropped.Add(1)
 		}
-		if t.word.CompareAndSwap(w, w|statusCancelled) {
-			if w&flagRunning == 0 {
-				t.release()
-			}
-			s.countEnded()
-			s.dropped.Add(1)
-			return
-		}
+		o.drop(e.slot, t)
 	}
+	o.heap.items = nil
+	o.intervals = nil
+	o.dueNow = nil
+	o.slab.free(o.freed)
+	o.freed = nil
+	o.heapLen.Store(0)
 }

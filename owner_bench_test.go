@@ -73,7 +73,7 @@ func BenchmarkOwner(b *testing.B) {
 			})
 		})
 		// Each Reset moves a random task's deadline to less than a second
-		// from now (moved.go: a request, fixed at once), so to the top.
+		// from now (a request, fixed at once), so to the top.
 		b.Run(fmt.Sprintf("reset-earlier/%v", strategy), func(b *testing.B) {
 			s, ids, _ := setup(b)
 			run(b, s, func() {
@@ -82,7 +82,7 @@ func BenchmarkOwner(b *testing.B) {
 		})
 		// One op is one pass over the heap fixing the deadlines that
 		// batch Resets moved earlier, each to half as far past an hour from
-		// now as it was (moved.go: no request, then one pass); ms/pass is
+		// now as it was (no request, then one pass: deferMoves); ms/pass is
 		// what such a pass costs the owner on a heap of a million.
 		b.Run(fmt.Sprintf("adjust/%v", strategy), func(b *testing.B) {
 			s, ids, delays := setup(b)
@@ -96,7 +96,8 @@ func BenchmarkOwner(b *testing.B) {
 					s.Reset(ids[k], delays[k])
 				}
 				b.StartTimer()
-				s.adjust(s.movedEarlier.Load())
+				s.inbox.takeMovedEarlier(never)
+				s.owner.rebuild()
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/pass")
@@ -110,12 +111,12 @@ func BenchmarkOwner(b *testing.B) {
 				for range min(batch, b.N-done) {
 					s.ScheduleOne(nop, 0)
 				}
-				s.drainInbox()
+				s.inbox.drain(s.owner.apply)
 				b.StartTimer()
-				s.runDue(s.now()) // pop each due task and hand it to the run queue
-				s.flush()
+				s.owner.runDue(s.now()) // pop each due task and hand it to the run queue
+				s.owner.flush()
 				b.StopTimer()
-				s.dropDue(s.runs.takeAll(false)) // what runs would do, untimed
+				s.runs.dropDue(s.runs.q.takeAll(false)) // what runs would do, untimed
 			}
 			b.ReportMetric(1e9*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "owner-ops/s")
 		})

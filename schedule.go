@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/ants/v2"
@@ -14,87 +13,46 @@ import (
 // goroutines. All its methods are safe for concurrent use, including from
 // inside a running job.
 //
-// One owner goroutine keeps every deadline in a min-heap and sleeps on a
-// single timer set for the earliest one (owner.go). Due jobs go, in
-// deadline order, to a queue that at most workers drain runs on the ants
-// pool empty (fire.go); when every worker is busy they wait their turn
-// without holding up scheduling. Callers reach the owner through a batched
-// inbox (inbox.go), and postponing a deadline needs no message at all.
+// Its parts, and the goroutines that use them:
+//   - slab (slab.go): every task, in slots that callers allocate and look
+//     up by TaskID; the task's state word (task.go) is the only thing
+//     callers change in place.
+//   - inbox (inbox.go): the requests callers send the owner goroutine.
+//   - owner (owner.go): the owner goroutine, alone with the deadline heap
+//     (heap.go) and one timer; the cancel strategy (lazy.go, eager.go) is
+//     the part of it in which the strategies differ.
+//   - runs (fire.go): the queue of due jobs, and the drain runs on the
+//     ants pool that take and run them.
 type Scheduler struct {
-	// Fields are grouped by who writes them, with a cache line between
-	// groups, so that a write on one path does not evict what another path
-	// only reads: every call reads the first group, adds write the second,
-	// the owner the third, runs the fourth (see docs/scaling.md).
+	// Set by New; read by every call.
+	clock
+	cancel canceller
+	_      cacheLinePad
 
-	// Set by New; closed once, by Shutdown. Read by every call.
-	cfg       config
-	workers   int
-	epoch     time.Time // deadlines are nanoseconds since epoch (monotonic)
-	closed    atomic.Bool
-	pool      *ants.Pool
-	runFn     func() // s.run, made once so that submitting a run allocates nothing
-	wake      chan struct{}
-	quit      chan struct{}
-	ownerDone chan struct{}
-	poolDone  chan struct{}
-	stopOnce  sync.Once
-	_         cacheLinePad
+	slab   slab
+	inbox  inbox
+	counts taskCounts
+	_      cacheLinePad
+	owner  owner
+	_      cacheLinePad
+	runs   runner
+	_      cacheLinePad
+	out    outcomes
 
-	// The inbox lanes, each with the slot allocator of its chunks
-	// (inbox.go); every add and every request for the owner takes the lock
-	// of one lane.
-	lanes [laneCount]lane
-
-	slab slab
-
-	// sleepUntil is written by the owner: while it sleeps, the deadline its
-	// timer is set for (never when none); 0 while it is awake. Callers read
-	// it to decide whether a request must wake the owner (inbox.go).
-	sleepUntil atomic.Int64
-	// busyLanes has bit k set while lane k holds requests; trimLanes while
-	// it has chunks to give back (inbox.go).
-	busyLanes atomic.Uint32
-	trimLanes atomic.Uint32
-	// movedEarlier is the earliest deadline a Reset has moved a task to,
-	// ahead of its heap entry, without a request (never when none): callers
-	// lower it, the owner takes it when it fixes the heap (moved.go).
-	movedEarlier atomic.Int64
-	_            cacheLinePad
-
-	// The owner goroutine's state (owner.go). Nothing else touches these.
-	heap        deadlineHeap
-	ops         []op             // the lane being processed
-	smallDrains int              // drains in a row that used little of ops' capacity
-	freed       []uint32         // slots to free at the end of the loop iteration
-	dueNow      []due            // due tasks collected for the run queue
-	dueCount    int              // due tasks collected in this loop iteration
-	intervals   map[uint32]int64 // slot to interval, for the repeating tasks the owner holds
-	retryAt     int64            // when to try again to start runs the pool refused; 0: none
-	// Published by the owner at the end of each loop iteration.
-	heapLen atomic.Int64
-	loops   atomic.Uint64 // loop iterations completed
-	wakeups atomic.Uint64 // times the owner woke from sleep
-	skipped atomic.Uint64
-	ended   atomic.Int64 // tasks that stopped being pending other than by CancelTask
-	deadOwn atomic.Int64 // the owner's part of the tombstone count (counters.go)
-	_       cacheLinePad
-
-	runs runQueue // due jobs and the drain runs that take them (fire.go)
-	_    cacheLinePad
-
-	// Counters written by runs as jobs start and end.
-	fired       atomic.Uint64
-	panics      atomic.Uint64
-	dropped     atomic.Uint64
-	maxLateness atomic.Int64
-	// recentLateness is the largest lateness since TakeMaxLateness last
-	// swapped it out; lateness counts starts by lateness bucket.
-	recentLateness atomic.Int64
-	lateness       [len(LatenessBounds) + 1]atomic.Uint64
+	stopOnce sync.Once
+	quit     chan struct{} // closed by Shutdown: the owner drops everything and ends
+	poolDone chan struct{} // closed once New's pool is released; nil with WithPool
 }
 
+// clock gives deadlines as nanoseconds since the scheduler's epoch, on the
+// monotonic clock.
+type clock struct{ epoch time.Time }
+
+func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
+
 // cacheLinePad keeps the fields after it off the cache line of those
-// before it.
+// before it, so that a write on one path does not evict what another path
+// only reads.
 type cacheLinePad [64]byte
 
 // poolSpare is how many more workers New's pool has than jobs may run.
@@ -103,8 +61,9 @@ const poolSpare = 2
 // New returns a running Scheduler whose jobs run on at most workers
 // goroutines at a time (its pool keeps up to two more, idle, for a smooth
 // hand-over between runs). It returns ErrInvalidWorkers when workers is not
-// positive, the error of the first Option that rejects its argument, and
-// the error of the pool's construction.
+// positive, the error of the first Option given a bad argument
+// (ErrUnknownStrategy, ErrNilPool, ErrBlockingPool, ErrNilLogger), and the
+// error of the pool's construction.
 //
 // The bound holds with WithPool too: the Scheduler then occupies at most
 // workers of that pool's workers.
@@ -115,24 +74,18 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 	if workers <= 0 {
 		return nil, ErrInvalidWorkers
 	}
-	s := &Scheduler{
-		cfg:       config{strategy: LazyCancel},
-		workers:   workers,
-		epoch:     time.Now(),
-		wake:      make(chan struct{}, 1),
-		quit:      make(chan struct{}),
-		ownerDone: make(chan struct{}),
-	}
+	cfg := config{strategy: LazyCancel}
 	for _, o := range opts {
-		if err := o(&s.cfg); err != nil {
-			return nil, err
-		}
+		o(&cfg)
 	}
-	s.pool = s.cfg.pool
-	if s.pool == nil {
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	pool := cfg.pool
+	if pool == nil {
 		// Non-blocking, so that starting a run never waits inside ants (see
 		// fire.go); it comes last so that no pool option can undo it.
-		opts := append([]ants.Option{ants.WithDisablePurge(true)}, s.cfg.poolOptions...)
+		opts := append([]ants.Option{ants.WithDisablePurge(true)}, cfg.poolOptions...)
 		opts = append(opts, ants.WithNonblocking(true))
 		// Two spare workers: a run that has left the run queue still holds
 		// its ants worker for a moment before ants takes it back, and a run
@@ -142,19 +95,45 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.pool = p
+		pool = p
+	}
+	s := assemble(cfg, pool, workers)
+	if pool != cfg.pool {
 		s.poolDone = make(chan struct{})
 	}
-	if s.cfg.strategy == EagerCancel {
-		s.heap.index = &s.slab
-	}
-	s.slab.init(rand.Uint64)
-	s.initLanes()
-	s.movedEarlier.Store(never)
-	s.runs.init(s.workers)
-	s.runFn = s.run
-	go s.loop()
+	go s.owner.loop()
 	return s, nil
+}
+
+// assemble builds a Scheduler whose jobs run on pool, at most workers at a
+// time, without starting its owner goroutine.
+func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
+	s := &Scheduler{clock: clock{time.Now()}, quit: make(chan struct{})}
+	s.slab.init(rand.Uint64)
+	s.inbox.init()
+	s.runs = runner{
+		pool:    pool,
+		clock:   s.clock,
+		slab:    &s.slab,
+		inbox:   &s.inbox,
+		counts:  &s.out,
+		onPanic: cfg.onPanic,
+		logger:  cfg.logger,
+	}
+	s.runs.q.init(workers)
+	s.runs.runFn = s.runs.run
+	s.owner = owner{
+		clock:  s.clock,
+		slab:   &s.slab,
+		inbox:  &s.inbox,
+		runs:   &s.runs,
+		counts: &s.out,
+		quit:   s.quit,
+		done:   make(chan struct{}),
+	}
+	s.cancel = newCanceller(cfg.strategy, &s.owner, &s.counts)
+	s.owner.cancel = s.cancel
+	return s
 }
 
 // ScheduleOne runs job once, delay from now. A delay of zero or less runs
@@ -240,37 +219,13 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 // With LazyCancel it never waits.
 func (s *Scheduler) CancelTask(id TaskID) bool {
 	t := s.slab.lookup(id)
-	if t == nil || s.closed.Load() {
+	if t == nil || s.IsShutdown() || !t.cancel(id.gen()) {
 		return false
 	}
 	slot := s.slab.slotOf(id)
-	if !t.lock(id.gen()) {
-		return false
-	}
-	var w uint64
-	for {
-		w = t.word.Load()
-		if wordStatus(w) != statusPending {
-			t.unlock(id.gen())
-			return false
-		}
-		if t.word.CompareAndSwap(w, w|statusCancelled) {
-			break
-		}
-	}
-	if w&flagRunning == 0 {
-		// No run is in flight and none can start any more: let the job go
-		// now. (A run in flight lets it go when it ends; see finish.)
-		t.release()
-	}
-	t.unlock(id.gen())
-	// Eager: the owner removes the entry now. Lazy: the entry stays as a
-	// tombstone, and counting the cancel wakes the owner when tombstones may
-	// call for a rebuild (counters.go).
-	s.countCancel(slot)
-	if s.cfg.strategy == EagerCancel {
-		s.send(op{slot: slot, gen: id.gen(), kind: opRemove}, 0)
-	}
+	k := s.slab.shardOf(slot)
+	s.counts.shards[k].cancelled.Add(1)
+	s.cancel.cancelled(slot, id.gen(), k)
 	return true
 }
 
@@ -283,39 +238,31 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 //
 // Reset is the heartbeat path: it allocates nothing, and postponing a
 // deadline (the usual case) does not involve the owner goroutine at all;
-// the heap entry is fixed when it reaches the top. Neither does moving a
-// deadline earlier to a second or more from now: the owner fixes such
-// entries together, in one pass, before the earliest of them comes due
-// (moved.go). Moving a deadline earlier to less than a second from now
-// sends the owner a request, and then waits, as ScheduleOne does, when
-// 65,536 requests are already waiting.
+// the heap entry is fixed when it comes near the top, together with the
+// others there, so the owner does not wake up for postponed deadlines
+// more than ten times a second. Neither does moving a deadline earlier to
+// a second or more from now involve the owner: it fixes such entries
+// together, in one pass, before the earliest of them comes due. Moving a
+// deadline earlier to less than a second from now sends the owner a
+// request, and then waits, as ScheduleOne does, when 65,536 requests are
+// already waiting.
 func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	t := s.slab.lookup(id)
-	if t == nil || s.closed.Load() {
+	if t == nil || s.IsShutdown() {
 		return false
 	}
 	when := s.deadline(delay)
-	if !t.lock(id.gen()) {
+	old, ok := t.moveTo(id.gen(), when)
+	if !ok {
 		return false
 	}
-	var w uint64
-	for {
-		w = t.word.Load()
-		if wordStatus(w) != statusPending {
-			t.unlock(id.gen())
-			return false
-		}
-		if t.word.CompareAndSwap(w, packWord(when, w&flagMask)) {
-			break
-		}
-	}
-	t.unlock(id.gen())
-	if when < wordWhen(w) {
+	if when < old {
 		// The entry may now be later than the task: tell the owner.
 		if delay >= deferMoves {
-			s.noteMovedEarlier(when)
+			s.inbox.noteMovedEarlier(when)
 		} else {
-			s.send(op{slot: s.slab.slotOf(id), gen: id.gen(), kind: opEarlier}, when)
+			slot := s.slab.slotOf(id)
+			s.inbox.send(s.slab.shardOf(slot), op{slot: slot, gen: id.gen(), kind: opEarlier}, when)
 		}
 	}
 	return true
@@ -325,14 +272,17 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 // come due and repeating tasks not cancelled. Tombstones do not count.
 // After Shutdown it returns 0.
 func (s *Scheduler) Len() int {
-	if s.closed.Load() {
+	if s.IsShutdown() {
 		return 0
 	}
-	return int(s.pending())
+	// Ends before starts, so that every end counted comes with its start.
+	n := -s.owner.ended.Load() - int64(s.counts.cancelled())
+	n += int64(s.counts.scheduled())
+	return int(max(n, 0))
 }
 
 // IsShutdown reports whether Shutdown or ShutdownContext has been called.
-func (s *Scheduler) IsShutdown() bool { return s.closed.Load() }
+func (s *Scheduler) IsShutdown() bool { return s.inbox.closed.Load() }
 
 // Shutdown stops the scheduler. It is idempotent, safe to call
 // concurrently with any other method (Shutdown and ShutdownContext
@@ -353,7 +303,7 @@ func (s *Scheduler) Shutdown() { s.stop() }
 // too, so it can only return ctx.Err() there.
 func (s *Scheduler) ShutdownContext(ctx context.Context) error {
 	s.stop()
-	for _, done := range []<-chan struct{}{s.runs.idle, s.poolDone} {
+	for _, done := range []<-chan struct{}{s.runs.q.idle, s.poolDone} {
 		if done == nil {
 			continue
 		}
@@ -370,12 +320,12 @@ func (s *Scheduler) ShutdownContext(ctx context.Context) error {
 // the first call does anything; later and concurrent ones wait for it.
 func (s *Scheduler) stop() {
 	s.stopOnce.Do(func() {
-		s.closeLanes()
+		s.inbox.close()
 		close(s.quit)
-		<-s.ownerDone
+		<-s.owner.done
 		// The owner has dropped what was pending and queues nothing more:
 		// close the run queue and drop the due jobs no run has taken.
-		s.closeRuns()
+		s.runs.close()
 		if s.poolDone != nil {
 			// Released exactly once, here. Waiting for the workers to exit is
 			// left to a goroutine of its own, so that Shutdown returns at once
@@ -384,7 +334,7 @@ func (s *Scheduler) stop() {
 				// The only call that releases the pool (ants' Release and
 				// ReleaseContext race when called concurrently). It returns
 				// once every worker and ants' own goroutines have exited.
-				_ = s.pool.ReleaseContext(context.Background())
+				_ = s.runs.pool.ReleaseContext(context.Background())
 				close(s.poolDone)
 			}()
 		}
@@ -404,4 +354,34 @@ func (s *Scheduler) deadline(delay time.Duration) int64 {
 	return now + int64(delay)
 }
 
-func (s *Scheduler) now() int64 { return int64(time.Since(s.epoch)) }
+// add allocates a task for job fn(id, arg) (fn nil: arg is a func()) and
+// queues it for the owner.
+func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Duration) (TaskID, error) {
+	if s.IsShutdown() {
+		return 0, ErrShutdown
+	}
+	when := s.deadline(delay)
+	slot, t, k, ok := s.slab.alloc()
+	if !ok {
+		return 0, ErrTooManyTasks
+	}
+	t.fn, t.arg = fn, arg
+	flags := uint64(statusPending | flagOwned)
+	if interval != 0 {
+		flags |= flagRepeat
+	}
+	t.word.Store(packWord(when, flags))
+	gen := t.generation()
+	// Counted before the owner can see the task, so that no snapshot counts
+	// its end without its start.
+	c := &s.counts.shards[k].scheduled
+	c.Add(1)
+	if !s.inbox.send(k, op{slot: slot, gen: gen, kind: opAdd, interval: int64(interval)}, when) {
+		// Shut down meanwhile: the task was never scheduled.
+		c.Add(^uint64(0))
+		t.word.Store(statusCancelled)
+		s.slab.free([]uint32{slot})
+		return 0, ErrShutdown
+	}
+	return s.slab.id(slot, gen), nil
+}

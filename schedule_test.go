@@ -105,15 +105,19 @@ func TestNewRejectsNonPositiveWorkers(t *testing.T) {
 }
 
 func TestNewRejectsInvalidOptions(t *testing.T) {
-	cases := map[string]schedule.Option{
-		"nil pool":         schedule.WithPool(nil),
-		"unknown strategy": schedule.WithCancelStrategy(0),
-		"strategy 9":       schedule.WithCancelStrategy(9),
+	cases := map[string]struct {
+		opt  schedule.Option
+		want error
+	}{
+		"nil pool":         {schedule.WithPool(nil), schedule.ErrNilPool},
+		"nil logger":       {schedule.WithLogger(nil), schedule.ErrNilLogger},
+		"unknown strategy": {schedule.WithCancelStrategy(0), schedule.ErrUnknownStrategy},
+		"strategy 9":       {schedule.WithCancelStrategy(9), schedule.ErrUnknownStrategy},
 	}
-	for name, opt := range cases {
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			s, err := schedule.New(1, opt)
-			assert.Error(t, err)
+			s, err := schedule.New(1, c.opt)
+			assert.ErrorIs(t, err, c.want)
 			assert.Nil(t, s)
 		})
 	}

@@ -1,14 +1,16 @@
 package schedule
 
 import (
+	"math/bits"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 )
 
-// The slab stores every task of a scheduler in fixed-size chunks and is the
-// index from TaskID to task: an ID names its slot directly, so a lookup is
-// two array indexings and a generation check, with no map and no lock on the
-// hot path.
+// The slab stores every task of a scheduler in fixed-size chunks, hands out
+// their slots, and is the index from TaskID to task: an ID names its slot
+// directly, so a lookup is two array indexings and a generation check, with
+// no map and no lock on the hot path.
 //
 // A slot is reused only after its generation was bumped, and callers that
 // act on a task by ID hold the task's lock while they check the generation
@@ -25,22 +27,32 @@ import (
 // decodes to a slot of this slab with probability about used/2^32, and its
 // generation then matches with probability 2^-31.
 //
+// Slots are handed out by shardCount shards, each with a lock of its own and
+// the chunks it added: an add takes the first shard it finds unlocked,
+// starting from the one that adds on its processor used last, so adds on
+// different cores rarely share a lock or a cache line. Requests about a task
+// go to the inbox lane of its shard (inbox.go).
+//
 // Chunks whose slots are all free are given back, so that a scheduler that
-// lived through a spike of tasks does not keep the spike's memory (see
-// lane.trim in inbox.go). The chunk's index is kept for a later chunk, whose
-// slots start at the latest generation any slot of the old chunk reached: a
-// slot's generations go on counting up across the two chunks, and an ID of
-// the old chunk can never name a task of the new one. A caller that loaded
-// the directory before the chunk went may still reach the old chunk's
-// memory, which stays valid for it; every slot there has had its generation
-// bumped, so the generation check turns it away.
+// lived through a spike of tasks does not keep the spike's memory. Only the
+// owner goroutine gives chunks back (slab.trim), because with lazy cancel a
+// tombstone in its heap may still name a free slot: it rebuilds the heap
+// first. The chunk's index is kept for a later chunk, whose slots start at
+// the latest generation any slot of the old chunk reached: a slot's
+// generations go on counting up across the two chunks, and an ID of the old
+// chunk can never name a task of the new one. A caller that loaded the
+// directory before the chunk went may still reach the old chunk's memory,
+// which stays valid for it; every slot there has had its generation bumped,
+// so the generation check turns it away.
 const (
 	chunkBits = 10
 	chunkSize = 1 << chunkBits
+
+	shardCount = 8
 )
 
-// chunk is a block of slots. free counts its slots in its lane's free
-// list; the lane's mu guards it. The slots are an array of their own,
+// chunk is a block of slots. free counts its slots in its shard's free
+// list; the shard's mu guards it. The slots are an array of their own,
 // exactly five pages of 40-byte tasks: with the count beside them, every
 // chunk would take a sixth page, nearly empty.
 type chunk struct {
@@ -60,7 +72,12 @@ type slab struct {
 	// slab is shared; read-only afterwards.
 	base uint32
 	key  uint32
-	_    cacheLinePad
+
+	// trimming has bit k set while shard k has chunks to give back.
+	trimming atomic.Uint32
+	_        cacheLinePad
+
+	shards [shardCount]slabShard
 
 	// grow serializes changes to the directory. reuse, guarded by grow,
 	// holds the indices of chunks given back, with the generation the slots
@@ -69,16 +86,30 @@ type slab struct {
 	reuse []reusable
 }
 
+// slabShard hands out the slots of its own chunks. mu guards every field.
+//
+// free holds the shard's slots ready for reuse; the left slots from next
+// on, in its newest chunk, were never used, and start at generation gen.
+// chunks counts the chunks the shard owns, empty those whose slots are all
+// in free.
+type slabShard struct {
+	mu         sync.Mutex
+	free       []uint32
+	next, left uint32
+	gen        uint32
+	chunks     int
+	empty      int
+	_          cacheLinePad
+}
+
 // reusable is the index of a chunk given back.
 type reusable struct{ c, gen uint32 }
 
-// directory lists the chunks (nil where one was given back), and the inbox
-// lane whose allocator hands out each chunk's slots (inbox.go). A lane owns
-// the chunks it added, so the slots it hands out never need another lane's
-// lock.
+// directory lists the chunks (nil where one was given back) and the shard
+// that owns each.
 type directory struct {
 	chunks []atomic.Pointer[chunk]
-	lanes  []atomic.Uint32
+	shards []atomic.Uint32
 }
 
 // init draws the slab's ID scrambling. r must return uniformly random
@@ -110,10 +141,9 @@ func (sl *slab) chunkOf(slot uint32) *chunk {
 	return sl.dir.Load().chunks[slot>>chunkBits].Load()
 }
 
-// laneOf returns the lane whose allocator owns slot, which must have been
-// allocated.
-func (sl *slab) laneOf(slot uint32) uint8 {
-	return uint8(sl.dir.Load().lanes[slot>>chunkBits].Load())
+// shardOf returns the shard that owns slot, which must have been allocated.
+func (sl *slab) shardOf(slot uint32) uint8 {
+	return uint8(sl.dir.Load().shards[slot>>chunkBits].Load())
 }
 
 // lookup returns the task that id names, or nil when id cannot name a task
@@ -139,39 +169,75 @@ func (sl *slab) lookup(id TaskID) *task {
 	return &ch.tasks[slot&(chunkSize-1)]
 }
 
-// alloc hands out a slot from the allocator of lane l, number k, adding a
-// chunk for it when it has none left. l.mu must be held. It reports false
-// when every slot is in use, which needs 2^32 tasks.
-func (sl *slab) alloc(l *lane, k uint8) (uint32, *task, bool) {
-	if n := len(l.free); n > 0 {
-		slot := l.free[n-1]
-		l.free = l.free[:n-1]
+// shardHint is the shard an add on this P took last time. Hints live in a
+// sync.Pool, which keeps one per P: adds on one core keep to one shard, so
+// a single caller finds the same shard (and the same chunks) warm in its
+// cache, and callers on different cores keep to different shards. A hint
+// the pool drops at a collection is simply drawn again.
+type shardHint struct{ k uint32 }
+
+var shardHints = sync.Pool{New: func() any { return &shardHint{k: rand.Uint32() % shardCount} }}
+
+// alloc hands out a free slot, whose task has its new generation, and
+// returns it with the slot's shard. It reports false when every slot is in
+// use, which takes 2^32 tasks.
+func (sl *slab) alloc() (slot uint32, t *task, k uint8, ok bool) {
+	h := shardHints.Get().(*shardHint)
+	defer shardHints.Put(h)
+	sh := sl.lockAnyShard(h)
+	slot, t, ok = sl.allocFrom(sh, uint8(h.k))
+	sh.mu.Unlock()
+	return slot, t, uint8(h.k), ok
+}
+
+// lockAnyShard locks and returns the first shard found unlocked, trying
+// them from hint on, and leaves its number in hint; if all are locked it
+// waits for the hinted one.
+func (sl *slab) lockAnyShard(hint *shardHint) *slabShard {
+	for i := range uint32(shardCount) {
+		k := (hint.k + i) % shardCount
+		if sh := &sl.shards[k]; sh.mu.TryLock() {
+			hint.k = k
+			return sh
+		}
+	}
+	sh := &sl.shards[hint.k]
+	sh.mu.Lock()
+	return sh
+}
+
+// allocFrom hands out a slot of shard sh, number k, adding a chunk when it
+// has none left. sh.mu must be held.
+func (sl *slab) allocFrom(sh *slabShard, k uint8) (uint32, *task, bool) {
+	if n := len(sh.free); n > 0 {
+		slot := sh.free[n-1]
+		sh.free = sh.free[:n-1]
 		ch := sl.chunkOf(slot)
 		if ch.free == chunkSize {
-			l.empty--
+			sh.empty--
 		}
 		ch.free--
 		return slot, &ch.tasks[slot&(chunkSize-1)], true
 	}
-	if l.left == 0 {
+	if sh.left == 0 {
 		c, gen, ok := sl.addChunk(k)
 		if !ok {
 			return 0, nil, false
 		}
-		l.next, l.left, l.gen = c<<chunkBits, chunkSize, gen
-		l.chunks++
+		sh.next, sh.left, sh.gen = c<<chunkBits, chunkSize, gen
+		sh.chunks++
 	}
-	slot := l.next
-	l.left--
-	if l.left > 0 {
-		l.next++ // never past the chunk, so never wrapping to 0
+	slot := sh.next
+	sh.left--
+	if sh.left > 0 {
+		sh.next++ // never past the chunk, so never wrapping to 0
 	}
 	t := sl.at(slot)
-	t.gen.Store(l.gen)
+	t.gen.Store(sh.gen)
 	return slot, t, true
 }
 
-// addChunk adds a chunk for lane k, at the index of a chunk given back if
+// addChunk adds a chunk for shard k, at the index of a chunk given back if
 // there is one, and returns its index and the generation its slots start
 // at; false when the slab holds the most chunks slot numbers can name.
 func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
@@ -181,7 +247,7 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 	if n := len(sl.reuse); n > 0 {
 		r := sl.reuse[n-1]
 		sl.reuse = sl.reuse[:n-1]
-		old.lanes[r.c].Store(uint32(k))
+		old.shards[r.c].Store(uint32(k))
 		old.chunks[r.c].Store(newChunk())
 		return r.c, r.gen, true
 	}
@@ -198,40 +264,62 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 		// the spare capacity is free to fill before the longer directory
 		// is published.
 		dir.chunks = dir.chunks[:c+1]
-		dir.lanes = dir.lanes[:c+1]
+		dir.shards = dir.shards[:c+1]
 	} else {
 		chunks := make([]atomic.Pointer[chunk], c+1, max(2*c, 16))
-		lanes := make([]atomic.Uint32, c+1, max(2*c, 16))
+		shards := make([]atomic.Uint32, c+1, max(2*c, 16))
 		for i := range c {
 			chunks[i].Store(dir.chunks[i].Load())
-			lanes[i].Store(dir.lanes[i].Load())
+			shards[i].Store(dir.shards[i].Load())
 		}
-		dir.chunks, dir.lanes = chunks, lanes
+		dir.chunks, dir.shards = chunks, shards
 	}
-	dir.lanes[c].Store(uint32(k))
+	dir.shards[c].Store(uint32(k))
 	dir.chunks[c].Store(newChunk())
 	sl.dir.Store(&dir)
 	return c, sl.base, true
 }
 
-// giveBack drops chunk c, whose slots are all free, from the directory and
-// keeps its index for a later chunk. The lane that owns c must hold its mu
-// and have taken c's slots out of its free list.
-func (sl *slab) giveBack(c uint32) {
-	ch := sl.dir.Load().chunks[c].Load()
-	// The next chunk's slots start at the latest generation reached here:
-	// counted from base, the largest (every slot is free, so none is 0 and
-	// none is base).
-	gen := ch.tasks[0].generation()
-	for i := range ch.tasks {
-		if g := ch.tasks[i].generation(); g-sl.base > gen-sl.base {
-			gen = g
+// free ends the lives of the tasks in slots, whose holders have all let
+// go of them, and returns the slots to their shards, under one lock per
+// shard. It may reorder slots. It reports whether a shard has come to hold
+// enough chunks with every slot free to give them back: the owner should
+// then call trim.
+func (sl *slab) free(slots []uint32) (trim bool) {
+	reusable := slots[:0]
+	for _, slot := range slots {
+		if sl.retire(sl.at(slot)) {
+			reusable = append(reusable, slot)
 		}
 	}
-	sl.grow.Lock()
-	defer sl.grow.Unlock()
-	sl.dir.Load().chunks[c].Store(nil)
-	sl.reuse = append(sl.reuse, reusable{c, gen})
+	for slots = reusable; len(slots) > 0; {
+		// Move the slots of the first one's shard to the front, then hand
+		// them back together.
+		k := sl.shardOf(slots[0])
+		n := 0
+		for i, slot := range slots {
+			if sl.shardOf(slot) == k {
+				slots[n], slots[i] = slots[i], slots[n]
+				n++
+			}
+		}
+		sh := &sl.shards[k]
+		sh.mu.Lock()
+		for _, slot := range slots[:n] {
+			ch := sl.chunkOf(slot)
+			ch.free++
+			if ch.free == chunkSize {
+				sh.empty++
+			}
+		}
+		sh.free = append(sh.free, slots[:n]...)
+		if sh.wantsTrim() && sl.trimming.Or(1<<k)&(1<<k) == 0 {
+			trim = true
+		}
+		sh.mu.Unlock()
+		slots = slots[n:]
+	}
+	return trim
 }
 
 // retire ends the life of the task in slot: it drops the job so that the
@@ -251,4 +339,105 @@ func (sl *slab) retire(t *task) bool {
 	}
 	t.unlock(g)
 	return g != 0
+}
+
+// wantsTrim reports whether the shard holds enough chunks with every slot
+// free to give them back: at least two, and at least 1/trimShare of its
+// chunks. Once a spike's tasks are gone, the shard keeps one such chunk and
+// the one it is handing out, and the pass over the free list is paid for by
+// the chunks it gives back. sh.mu must be held.
+func (sh *slabShard) wantsTrim() bool {
+	return sh.empty >= 2 && trimShare*sh.empty >= sh.chunks
+}
+
+// trimShare: a shard gives chunks back once a 1/trimShare of them are
+// empty, so that the pass over its free list that finds them is paid for
+// by the memory it returns.
+const trimShare = 4
+
+// shrinkFreeList: a free list whose capacity is over shrinkFreeList
+// entries, and four times its length, is copied into one twice its length
+// when the shard is trimmed, so that a spike's free list does not stay.
+const shrinkFreeList = 4096
+
+// wantsTrim reports whether a shard has asked the owner to trim it.
+func (sl *slab) wantsTrim() bool { return sl.trimming.Load() != 0 }
+
+// trim gives back, in every shard that asked for it, the chunks whose
+// slots are all free but one, kept for the next adds, and lets go of most
+// of a free list that has shrunk. Only the owner calls it, and with lazy
+// cancel only on a heap without tombstones: a tombstone may name a free
+// slot, and must never reach a chunk given back (lazy.beforeTrim).
+func (sl *slab) trim() {
+	for want := sl.trimming.Load(); want != 0; want &= want - 1 {
+		k := bits.TrailingZeros32(want)
+		sl.trimming.And(^uint32(1 << k))
+		sh := &sl.shards[k]
+		sh.mu.Lock()
+		if sh.wantsTrim() {
+			sl.trimShard(sh)
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// trimShard trims one shard (see trim). sh.mu must be held.
+func (sl *slab) trimShard(sh *slabShard) {
+	const (
+		reserve = -chunkSize // marks the chunk kept
+		leaving = -1         // marks the chunks given back
+	)
+	var gone []uint32
+	kept := (*chunk)(nil)
+	for _, slot := range sh.free {
+		ch := sl.chunkOf(slot)
+		if ch.free != chunkSize {
+			continue
+		}
+		if kept == nil {
+			kept, ch.free = ch, reserve
+			continue
+		}
+		ch.free = leaving
+		gone = append(gone, slot>>chunkBits)
+	}
+	n := 0
+	for _, slot := range sh.free {
+		if sl.chunkOf(slot).free != leaving {
+			sh.free[n] = slot
+			n++
+		}
+	}
+	sh.free = sh.free[:n]
+	if cap(sh.free) > shrinkFreeList && n < cap(sh.free)/4 {
+		sh.free = append(make([]uint32, 0, 2*n), sh.free...)
+	}
+	if kept != nil {
+		kept.free = chunkSize
+	}
+	for _, c := range gone {
+		sl.giveBack(c)
+	}
+	sh.chunks -= len(gone)
+	sh.empty -= len(gone)
+}
+
+// giveBack drops chunk c, whose slots are all free, from the directory and
+// keeps its index for a later chunk. The shard that owns c must hold its mu
+// and have taken c's slots out of its free list.
+func (sl *slab) giveBack(c uint32) {
+	ch := sl.dir.Load().chunks[c].Load()
+	// The next chunk's slots start at the latest generation reached here:
+	// counted from base, the largest (every slot is free, so none is 0 and
+	// none is base).
+	gen := ch.tasks[0].generation()
+	for i := range ch.tasks {
+		if g := ch.tasks[i].generation(); g-sl.base > gen-sl.base {
+			gen = g
+		}
+	}
+	sl.grow.Lock()
+	defer sl.grow.Unlock()
+	sl.dir.Load().chunks[c].Store(nil)
+	sl.reuse = append(sl.reuse, reusable{c, gen})
 }

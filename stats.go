@@ -56,54 +56,35 @@ type Stats struct {
 	// largest delay per interval, see TakeMaxLateness.
 	MaxLateness time.Duration
 	// Lateness counts job starts by lateness: Lateness[i] counts the starts
-	// at most LatenessBounds[i] late (and more than LatenessBounds[i-1]),
+	// at most LatenessBounds()[i] late (and more than LatenessBounds()[i-1]),
 	// and the last element those later than every bound. The counts suit a
 	// Prometheus histogram once summed cumulatively.
-	Lateness [len(LatenessBounds) + 1]uint64
-}
-
-// LatenessBounds are the upper bounds of the buckets of Stats.Lateness.
-var LatenessBounds = [...]time.Duration{
-	100 * time.Microsecond,
-	time.Millisecond,
-	10 * time.Millisecond,
-	100 * time.Millisecond,
-	time.Second,
-	10 * time.Second,
-}
-
-func latenessBucket(late int64) int {
-	for i, b := range LatenessBounds {
-		if late <= int64(b) {
-			return i
-		}
-	}
-	return len(LatenessBounds)
+	Lateness [LatenessBuckets]uint64
 }
 
 // Stats returns a snapshot of the scheduler's counters.
 func (s *Scheduler) Stats() Stats {
 	var st Stats
 	// Outcomes first, then what they came from (see Stats).
-	st.Panics = s.panics.Load()
+	st.Panics = s.out.panics.Load()
 	for i := range st.Lateness {
-		st.Lateness[i] = s.lateness[i].Load()
+		st.Lateness[i] = s.out.lateness[i].Load()
 	}
-	st.Fired = s.fired.Load()
-	st.Skipped = s.skipped.Load()
-	st.Dropped = s.dropped.Load()
-	st.Cancelled = s.cancelledCount()
+	st.Fired = s.out.fired.Load()
+	st.Skipped = s.out.skipped.Load()
+	st.Dropped = s.out.dropped.Load()
+	st.Cancelled = s.counts.cancelled()
 	st.Pending = s.Len()
-	st.Scheduled = s.scheduledCount()
-	st.HeapEntries = int(s.heapLen.Load())
-	st.Tombstones = int(s.tombstones())
-	st.Waiting, st.Running = s.runs.counts()
-	st.Wakeups = s.wakeups.Load()
-	st.MaxLateness = time.Duration(s.maxLateness.Load())
-	if s.inboxWaiting() {
+	st.Scheduled = s.counts.scheduled()
+	st.HeapEntries = int(s.owner.heapLen.Load())
+	st.Tombstones = int(s.cancel.tombstones())
+	st.Waiting, st.Running = s.runs.q.counts()
+	st.Wakeups = s.owner.wakeups.Load()
+	st.MaxLateness = time.Duration(s.out.maxLateness.Load())
+	if s.inbox.waiting() {
 		// HeapEntries lags requests the owner has not applied yet, which
 		// may wait for its next timer (inbox.go): have it apply them now.
-		s.wakeOwner()
+		s.inbox.wakeOwner()
 	}
 	return st
 }
@@ -114,5 +95,5 @@ func (s *Scheduler) Stats() Stats {
 // per interval rather than over the scheduler's whole life. It returns 0
 // when no job started in the interval.
 func (s *Scheduler) TakeMaxLateness() time.Duration {
-	return time.Duration(s.recentLateness.Swap(0))
+	return time.Duration(s.out.recent.Swap(0))
 }

@@ -71,7 +71,7 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //     in the top bit (see lock). The generation changes only when the slot
 //     is freed, by whoever holds the lock; anyone may read it.
 //   - The interval of a repeating task is not here: it travels to the owner
-//     with the add request and stays in the owner's map (Scheduler.intervals),
+//     with the add request and stays in the owner's map (owner.intervals),
 //     which keeps a slot at 40 bytes for the one-shots that make up most
 //     tasks.
 //   - fn, arg: the job. Written when the slot is allocated, before its ID is
@@ -83,7 +83,7 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //   - ref: owner goroutine only. With eager cancel it is the index of the
 //     task's entry in the heap (noIndex when it has none); with lazy cancel
 //     it is the tag of the task's current heap entry, and entries whose tag
-//     differs are tombstones.
+//     differs are tombstones (eager.go, lazy.go).
 type task struct {
 	word atomic.Uint64
 	gen  atomic.Uint32
@@ -102,6 +102,49 @@ func (t *task) call(id TaskID) {
 		return
 	}
 	t.fn(id, t.arg)
+}
+
+// cancel cancels the pending task of generation g, as CancelTask does, and
+// reports whether it did. A job that no run holds is let go at once; a run
+// in flight lets it go when it ends (runner.finish).
+func (t *task) cancel(g uint32) bool {
+	_, ok := t.changePending(g, 0, true)
+	return ok
+}
+
+// moveTo moves the deadline of the pending task of generation g to when,
+// as Reset does. It reports the deadline it had and whether it moved it.
+func (t *task) moveTo(g uint32, when int64) (old int64, ok bool) {
+	w, ok := t.changePending(g, when, false)
+	return wordWhen(w), ok
+}
+
+// changePending cancels the pending task of generation g (cancel set) or
+// moves its deadline to when, under the task's lock, so that the slot
+// cannot be freed and reused meanwhile. It returns the word it changed, and
+// false when the task is not, or is no longer, pending.
+func (t *task) changePending(g uint32, when int64, cancel bool) (uint64, bool) {
+	if !t.lock(g) {
+		return 0, false
+	}
+	for {
+		w := t.word.Load()
+		if wordStatus(w) != statusPending {
+			t.unlock(g)
+			return w, false
+		}
+		nw := packWord(when, w&flagMask)
+		if cancel {
+			nw = w | statusCancelled
+		}
+		if t.word.CompareAndSwap(w, nw) {
+			if cancel && w&flagRunning == 0 {
+				t.release() // no run holds the job, and none can start now
+			}
+			t.unlock(g)
+			return w, true
+		}
+	}
 }
 
 // release drops the job so that the garbage collector can reclaim it and

@@ -1,0 +1,94 @@
+package schedule
+
+import "sync/atomic"
+
+// lazy is the lazy cancel strategy: CancelTask only marks the task
+// cancelled, and its entry stays in the heap as a tombstone until it
+// reaches the top or the heap is rebuilt. A deadline moved earlier gets a
+// new entry, and the old one becomes a tombstone too.
+//
+// Each task's ref is the tag of its current entry; pushing an entry gives
+// it the next tag, so that every older entry of the task stops matching
+// (current). Tags are 32 bits: before they come round, the heap is rebuilt,
+// which clears out every tombstone.
+//
+// Tombstones are bounded: the owner rebuilds the heap in O(n) once they
+// make up more than 1/rebuildShare of it (a quarter of the live entries),
+// so the heap holds at most 1.25 entries per live task. Cancels never
+// message the owner, so to look at the heap in time it shares out, before
+// it sleeps, the cancels that would take the heap there among the shards
+// (room); the cancel that uses up its shard's share wakes it. However the
+// cancels fall on the shards, one of them uses up its share by the time the
+// total does, give or take one per shard.
+type lazy struct {
+	o      *owner
+	counts *taskCounts // every cancel counted there made a tombstone
+
+	// dead is the owner's part of the tombstone count: the tombstones it
+	// made (movedEarlier) less those it threw away. Only the owner writes
+	// it.
+	dead atomic.Int64
+	room [shardCount]struct {
+		n atomic.Int64
+		_ cacheLinePad
+	}
+}
+
+// rebuildShare: tombstones may make up at most 1/rebuildShare of the heap,
+// a quarter of the live entries. (The Go runtime's timers allow a quarter of
+// the heap, 1.33 entries per live one.)
+const rebuildShare = 5
+
+func (l *lazy) cancelled(_, _ uint32, k uint8) {
+	if l.room[k].n.Add(-1) == 0 {
+		l.o.inbox.wakeOwner()
+	}
+}
+
+// tombstones may count, for a moment, a tombstone the owner has already
+// thrown away, before the cancel that made it is counted: hence the clamp.
+func (l *lazy) tombstones() int64 {
+	return max(l.dead.Load()+int64(l.counts.cancelled()), 0)
+}
+
+func (l *lazy) push(slot uint32, t *task, when int64) {
+	if t.ref == noIndex-1 {
+		// About to reuse tag values: clear out every tombstone first so
+		// that no old entry can match a new tag.
+		l.o.rebuild()
+	}
+	t.ref++
+	l.o.heap.push(entry{when: when, slot: slot, tag: t.ref})
+}
+
+func (*lazy) current(e entry, t *task) bool { return e.tag == t.ref }
+
+func (l *lazy) movedEarlier(slot uint32, t *task, when int64) {
+	l.push(slot, t, when)
+	l.dead.Store(l.dead.Load() + 1)
+}
+
+// remove is never called: lazy cancel sends no removals.
+func (*lazy) remove(uint32, *task) {}
+
+func (l *lazy) discarded() { l.dead.Store(l.dead.Load() - 1) }
+
+func (l *lazy) tidy() {
+	if d := l.tombstones(); d > 0 && rebuildShare*d > int64(l.o.heap.len()) {
+		l.o.rebuild()
+	}
+}
+
+func (l *lazy) beforeTrim() {
+	if l.tombstones() != 0 {
+		l.o.rebuild()
+	}
+}
+
+func (l *lazy) beforeSleep() {
+	room := int64(l.o.heap.len())/rebuildShare - l.tombstones() + 1
+	share := max((room+shardCount-1)/shardCount, 1)
+	for i := range l.room {
+		l.room[i].n.Store(share)
+	}
+}

@@ -1,0 +1,79 @@
+package schedule
+
+import "strconv"
+
+// CancelStrategy selects what CancelTask does with the cancelled task's
+// entry in the deadline heap. Both strategies give the same results to
+// callers; they differ in cost and memory.
+type CancelStrategy uint8
+
+const (
+	// LazyCancel leaves the entry behind as a tombstone: cancelling is O(1)
+	// and never involves the owner goroutine. Tombstones are dropped when
+	// they reach the top of the heap, and the heap is rebuilt in O(n) when
+	// they exceed a quarter of the live tasks, so it holds at most 1.25
+	// entries per live task (plus those cancelled since the last rebuild was
+	// triggered).
+	LazyCancel CancelStrategy = iota + 1
+
+	// EagerCancel removes the entry from the heap at once, an O(log n) step
+	// for the owner goroutine. The heap holds exactly the live tasks.
+	EagerCancel
+)
+
+// String returns "lazy" or "eager".
+func (c CancelStrategy) String() string {
+	switch c {
+	case LazyCancel:
+		return "lazy"
+	case EagerCancel:
+		return "eager"
+	}
+	return "CancelStrategy(" + strconv.Itoa(int(c)) + ")"
+}
+
+// canceller is everything in which the two cancel strategies differ: what a
+// cancel leaves in the heap, how an entry is pushed, what a deadline moved
+// earlier does to it, and the upkeep each needs (lazy.go, eager.go). The
+// owner goroutine calls every method but cancelled and tombstones.
+type canceller interface {
+	// cancelled is called by CancelTask, on the caller's goroutine, once it
+	// has cancelled the task of generation gen in slot, of slab shard k.
+	cancelled(slot, gen uint32, k uint8)
+	// tombstones returns the number of dead entries in the heap, or on their
+	// way to it; any goroutine may call it.
+	tombstones() int64
+
+	// push gives t an entry due at when.
+	push(slot uint32, t *task, when int64)
+	// current reports whether e is t's entry; an entry that is not is a
+	// tombstone, to be thrown away.
+	current(e entry, t *task) bool
+	// movedEarlier brings t's entry forward to when, earlier than it is.
+	movedEarlier(slot uint32, t *task, when int64)
+	// remove takes the cancelled task t's entry out of the heap, and drops
+	// the owner's hold on it.
+	remove(slot uint32, t *task)
+	// discarded counts a dead entry that left the heap, or the add of a
+	// task cancelled before its entry was pushed.
+	discarded()
+	// tidy runs once per loop iteration, beforeTrim before the slab gives
+	// chunks back (no entry may name a slot of such a chunk), and
+	// beforeSleep before the owner sleeps.
+	tidy()
+	beforeTrim()
+	beforeSleep()
+}
+
+// newCanceller returns the canceller of strategy c for the owner o.
+func newCanceller(c CancelStrategy, o *owner, counts *taskCounts) canceller {
+	if c == EagerCancel {
+		o.heap.index = o.slab
+		return &eager{o: o}
+	}
+	l := &lazy{o: o, counts: counts}
+	for i := range l.room {
+		l.room[i].n.Store(1) // until the owner shares out room
+	}
+	return l
+}
