@@ -559,9 +559,9 @@ func TestTombstonesNeverReachAChunkGivenBack(t *testing.T) {
 	require.Positive(t, s.cancel.tombstones(), "tombstones in the heap")
 
 	at := s.now() + int64(time.Hour)
-	s.step(at)                       // every task comes due...
+	s.step(at)                              // every task comes due...
 	s.runs.dropDue(s.runs.q.takeAll(false)) // ...and its run ends, freeing its slot
-	s.step(at)                       // the chunks go, and the tombstones first
+	s.step(at)                              // the chunks go, and the tombstones first
 	assert.Zero(t, s.cancel.tombstones())
 	assert.Zero(t, s.owner.heap.len())
 	assert.Less(t, liveChunks(s), peak, "no chunk given back")
