@@ -31,6 +31,21 @@
 // goroutine removes the entry at once in O(log n), and the heap holds
 // exactly the live tasks.
 //
+// # Timing
+//
+// A job starts when the owner's timer wakes it after the job's deadline,
+// as promptly as any Go timer: on Linux the runtime waits for timers in
+// epoll_wait, whose timeout is in whole milliseconds, so on an otherwise
+// idle machine a job starts up to about a millisecond late
+// (golang/go#53824). The scheduler adds no mechanism of its own to beat
+// that: it sleeps on its Go timer only. Stats.Lateness and TakeMaxLateness
+// report how late jobs started.
+//
+// The owner goroutine wakes for deadlines that really come due, for
+// requests that cannot wait, and, at most ten times a second, to fix the
+// deadlines that Reset postponed; Stats.Wakeups counts its wake-ups. With
+// nothing due, it uses no CPU.
+//
 // # Guarantees
 //
 //   - A due job is never lost: it runs, or it is counted in Stats.Dropped

@@ -12,18 +12,23 @@ import (
 // Scheduler runs jobs after a delay or periodically on a bounded pool of
 // goroutines. All its methods are safe for concurrent use, including from
 // inside a running job.
-//
-// Its parts, and the goroutines that use them:
-//   - slab (slab.go): every task, in slots that callers allocate and look
-//     up by TaskID; the task's state word (task.go) is the only thing
-//     callers change in place.
-//   - inbox (inbox.go): the requests callers send the owner goroutine.
-//   - owner (owner.go): the owner goroutine, alone with the deadline heap
-//     (heap.go) and one timer; the cancel strategy (lazy.go, eager.go) is
-//     the part of it in which the strategies differ.
-//   - runs (fire.go): the queue of due jobs, and the drain runs on the
-//     ants pool that take and run them.
 type Scheduler struct {
+	// A Scheduler is three kinds of goroutine around shared parts, each
+	// part a type in a file of its own:
+	//
+	//   - Callers (the methods in this file) allocate tasks in the slab
+	//     (slab.go), change a task's state word in place (task.go), and send
+	//     the owner requests through the inbox (inbox.go).
+	//   - The owner goroutine (owner.go) is alone with the deadline heap
+	//     (heap.go) and its timer. The cancel strategy (lazy.go, eager.go,
+	//     behind the canceller interface in strategy.go) is the part of the
+	//     owner in which the two strategies differ.
+	//   - Drain runs (fire.go), on the ants pool, take due jobs from the run
+	//     queue, which the owner fills, and run them.
+	//
+	// The parts are laid out with a cache line between groups, so that a
+	// write on one path does not evict what another path only reads.
+
 	// Set by New; read by every call.
 	clock
 	cancel canceller
@@ -51,8 +56,7 @@ type clock struct{ epoch time.Time }
 func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
 
 // cacheLinePad keeps the fields after it off the cache line of those
-// before it, so that a write on one path does not evict what another path
-// only reads.
+// before it.
 type cacheLinePad [64]byte
 
 // poolSpare is how many more workers New's pool has than jobs may run.
