@@ -46,10 +46,11 @@ type Stats struct {
 	// one job at a time, or is about to take the next due one.
 	Running int
 	// Wakeups is the number of times the owner goroutine woke up: for a
-	// deadline that came due, for a request that could not wait for its
-	// next deadline (see ScheduleOne and Reset), or to retry runs that the
-	// pool refused. It never wakes for a deadline that Reset postponed,
-	// except to fix such deadlines in bulk, at most ten times a second.
+	// deadline that came due, for a request that could not wait (see
+	// ScheduleOne, CancelTask and Reset), for upkeep (giving memory back,
+	// rebuilding a lazy heap), to retry runs the pool refused, and at most
+	// ten times a second to fix the deadlines that Reset postponed. Stats
+	// itself wakes the owner when requests wait (see HeapEntries).
 	Wakeups uint64
 	// MaxLateness is the largest delay seen between a job's deadline and
 	// the moment a worker started it, over the scheduler's life. For the
