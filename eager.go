@@ -41,5 +41,5 @@ func (e *eager) index(slot uint32, t *task) (int, bool) {
 
 func (*eager) discarded()   {}
 func (*eager) tidy()        {}
-func (*eager) beforeTrim()  {}
+func (*eager) beforeTrim() bool { return true }
 func (*eager) beforeSleep() {}

@@ -79,10 +79,20 @@ func (l *lazy) tidy() {
 	}
 }
 
-func (l *lazy) beforeTrim() {
-	if l.tombstones() != 0 {
-		l.o.rebuild()
+// beforeTrim clears the heap of tombstones, which may name free slots,
+// before the slab gives chunks back. The rebuild costs O(n), so it is done
+// for the chunks only when they hold at least 1/trimShare as many slots as
+// the heap has entries; smaller chunks wait for the next rebuild that
+// tombstones call for anyway (tidy), or for more chunks to empty.
+func (l *lazy) beforeTrim() bool {
+	if l.tombstones() == 0 {
+		return true
 	}
+	if trimShare*l.o.slab.emptySlots() < l.o.heap.len() {
+		return false
+	}
+	l.o.rebuild()
+	return true
 }
 
 func (l *lazy) beforeSleep() {
