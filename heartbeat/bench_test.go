@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-schedule/schedule"
 	"github.com/go-schedule/schedule/heartbeat"
+	"github.com/go-schedule/schedule/internal/schedtest"
 )
 
 // The benchmarks watch many keys with a Monitor and, beside it in the same
@@ -159,13 +159,13 @@ func fixtures[K comparable]() []fixture[K] {
 		}
 		return m
 	}}}
-	for _, st := range []schedule.CancelStrategy{schedule.LazyCancel, schedule.EagerCancel} {
+	for _, st := range schedtest.Strategies {
 		fs = append(fs, fixture[K]{"monitor-" + st.String(), func(b *testing.B, keys []K) beater[K] {
-			s, err := schedule.New(runtime.GOMAXPROCS(0), schedule.WithCancelStrategy(st))
+			s, err := st.New(runtime.GOMAXPROCS(0))
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { shutdown(b, s) })
+			b.Cleanup(func() { schedtest.Shutdown(b, s) })
 			m, err := heartbeat.New(s, benchTimeout, func(K) {})
 			if err != nil {
 				b.Fatal(err)
