@@ -159,8 +159,18 @@ func fixtures[K comparable]() []fixture[K] {
 		}
 		return m
 	}}}
-	for _, st := range schedtest.Strategies {
-		fs = append(fs, fixture[K]{"monitor-" + st.String(), func(b *testing.B, keys []K) beater[K] {
+	// Each strategy watches the keys with the Monitor's timeout and, in the
+	// -own rows, each with a timeout of its own (Watch), which a Beat finds
+	// in the same probe of the key index.
+	for _, c := range []struct {
+		st  schedtest.Strategy
+		own bool
+	}{{schedtest.Strategies[0], false}, {schedtest.Strategies[1], false}, {schedtest.Strategies[0], true}} {
+		st, name := c.st, "monitor-"+c.st.String()
+		if c.own {
+			name += "-own"
+		}
+		fs = append(fs, fixture[K]{name, func(b *testing.B, keys []K) beater[K] {
 			s, err := st.New(runtime.GOMAXPROCS(0))
 			if err != nil {
 				b.Fatal(err)
@@ -171,7 +181,11 @@ func fixtures[K comparable]() []fixture[K] {
 				b.Fatal(err)
 			}
 			for _, k := range keys {
-				if err := m.Beat(k); err != nil {
+				err := m.Beat(k)
+				if c.own {
+					err = m.Watch(k, 2*benchTimeout)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 			}
