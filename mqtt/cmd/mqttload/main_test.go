@@ -93,8 +93,16 @@ func TestFlags(t *testing.T) {
 	if c.Brokers != 7 || c.Loaders != 7 || c.silentCount() != 10000 || len(c.Modes) != 2 {
 		t.Errorf("100,000 clients: %d brokers, %d loaders, %d silent, modes %v", c.Brokers, c.Loaders, c.silentCount(), c.Modes)
 	}
+	c, err = parseFlags([]string{"-mode", "mochi,go-schedule"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Modes) != 2 || c.Modes[0] != modeMochi || c.Modes[1] != modeSchedule {
+		t.Errorf("-mode mochi,go-schedule: modes %v, want mochi first", c.Modes)
+	}
 	for _, bad := range [][]string{
 		{"-clients", "0"}, {"-silent", "2"}, {"-keepalive", "0"}, {"-mode", "wheel"},
+		{"-mode", "mochi,mochi"}, {"-mode", "mochi,"},
 		{"-clients", "100000", "-brokers", "2"}, {"stray"},
 	} {
 		if _, err := parseFlags(bad, &out); err == nil {
