@@ -1,7 +1,7 @@
 // Package mqtt enforces MQTT keep-alive in a mochi-mqtt broker
-// (github.com/mochi-mqtt/server/v2) with go-schedule: one
-// heartbeat.Monitor per broker holds the deadline of every connection, in
-// place of a read deadline on each connection's socket.
+// (github.com/mochi-mqtt/server/v2) with go-schedule: heartbeat.Monitors
+// on one Scheduler hold the deadline of every connection, in place of a
+// read deadline on each connection's socket.
 //
 // MQTT 3.1.1 and 5 (§3.1.2.10) say that when the Keep Alive of a
 // connection is not zero and the server receives no control packet from
@@ -46,8 +46,10 @@ const HookID = "go-schedule-keepalive"
 // each of its packets costs one lookup more for each Monitor tried before.
 const maxTimeouts = 4
 
-// sharedTimeout is the shared Monitor's own timeout, which no client needs
-// to have: every client it watches has a timeout of its own.
+// sharedTimeout is the shared Monitor's own timeout: 1.5 times a Keep
+// Alive of 60 seconds. It matters little, since the shared Monitor watches
+// each client with the client's timeout (Monitor.Watch); only clients
+// whose timeout equals it skip the Monitor's map of timeouts.
 const sharedTimeout = 90 * time.Second
 
 // Timeout returns how long a connection with the given Keep Alive (in

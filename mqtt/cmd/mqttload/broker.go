@@ -25,7 +25,7 @@ import (
 
 // brokerConfig is one broker process's.
 type brokerConfig struct {
-	Mode    string // modeSchedule or modeMochi
+	Mode    string // modeSchedule, modeMochi or modeBoth
 	Workers int
 	Listen  string
 	// CPUProfile, if not empty, is the file the broker writes a CPU profile
@@ -91,10 +91,23 @@ func (d *disconnects) OnDisconnect(cl *mochi.Client, err error, expire bool) {
 	}
 }
 
+// deadlineBack is a hook that, added after the keep-alive hook, turns
+// mochi's own read deadline back on, for modeBoth: it restores the Keep
+// Alive of the CONNECT, which the keep-alive hook has set to 0.
+type deadlineBack struct{ mochi.HookBase }
+
+func (*deadlineBack) ID() string { return "mqttload-deadline-back" }
+
+func (*deadlineBack) Provides(b byte) bool { return b == mochi.OnSessionEstablished }
+
+func (*deadlineBack) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
+	cl.State.Keepalive = pk.Connect.Keepalive
+}
+
 // runBroker runs one broker process: a mochi broker with either
 // keep-alive, until the end of its standard input.
 func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan string) error {
-	if c.Mode != modeSchedule && c.Mode != modeMochi {
+	if c.Mode != modeSchedule && c.Mode != modeMochi && c.Mode != modeBoth {
 		return fmt.Errorf("unknown mode %q", c.Mode)
 	}
 	var sched *schedule.Scheduler
@@ -110,7 +123,7 @@ func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan st
 	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
 		return err
 	}
-	if c.Mode == modeSchedule {
+	if c.Mode == modeSchedule || c.Mode == modeBoth {
 		var err error
 		if sched, err = schedule.New(c.Workers); err != nil {
 			return err
@@ -118,6 +131,11 @@ func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan st
 		defer sched.Shutdown()
 		ka = mqtt.NewKeepAlive(sched)
 		if err := srv.AddHook(ka, nil); err != nil {
+			return err
+		}
+	}
+	if c.Mode == modeBoth {
+		if err := srv.AddHook(new(deadlineBack), nil); err != nil {
 			return err
 		}
 	}

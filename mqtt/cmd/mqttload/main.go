@@ -33,7 +33,9 @@
 //	-fall d          window after the start in which silent clients fall silent (default 2 × keep-alive)
 //	-grace d         wait after the last silent client's deadline before counting (default 2s)
 //	-mode m          both (default: go-schedule, then mochi), go-schedule, mochi,
-//	                 or both in the order given: mochi,go-schedule
+//	                 or several in the order given: mochi,go-schedule; the mode
+//	                 go-schedule+deadline is a diagnostic, the hook with mochi's
+//	                 deadline left on as well
 //	-per-process n   connections per process at most (default 15000); brokers and
 //	                 load processes are as many as that needs, unless set:
 //	-brokers n       broker processes (gateway shards)
@@ -90,6 +92,10 @@ const (
 const (
 	modeSchedule = "go-schedule"
 	modeMochi    = "mochi"
+	// modeBoth is a diagnostic: the hook, with mochi's deadline left on as
+	// well, so that it measures what the hook costs on top of mochi's own
+	// keep-alive, the broker's runtime timers being the same.
+	modeBoth = "go-schedule+deadline"
 )
 
 func main() {
@@ -175,7 +181,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.IntVar(&c.KeepAlive, "keepalive", c.KeepAlive, "Keep Alive of every client, in `seconds` (mochi's own keep-alive\nrounds 1.5 × an odd Keep Alive down to whole seconds, and so disconnects early)")
 	fs.DurationVar(&c.Fall, "fall", 0, "window after the start in which silent clients fall silent (default 2 × keep-alive)")
 	fs.DurationVar(&c.Grace, "grace", c.Grace, "wait after the last silent client's deadline before counting")
-	fs.StringVar(&mode, "mode", mode, "keep-alive to measure: both (go-schedule, then mochi), go-schedule, mochi,\nor both in the order given (mochi,go-schedule)")
+	fs.StringVar(&mode, "mode", mode, "keep-alive to measure: both (go-schedule, then mochi), go-schedule, mochi,\nor several in the order given (mochi,go-schedule); go-schedule+deadline, a diagnostic,\nis the hook with mochi's deadline left on as well")
 	fs.IntVar(&c.PerProcess, "per-process", c.PerProcess, "connections per process at most, below the system's limit of open files per process")
 	fs.IntVar(&c.Brokers, "brokers", 0, "broker processes, each a gateway shard (default: as -per-process needs)")
 	fs.IntVar(&c.Loaders, "loaders", 0, "load processes (default: as -per-process needs)")
@@ -195,8 +201,8 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	}
 	c.Modes = nil
 	for _, m := range strings.Split(mode, ",") {
-		if m != modeSchedule && m != modeMochi || slices.Contains(c.Modes, m) {
-			return c, fmt.Errorf("-mode %q: want both, %s, %s, or the two separated by a comma", mode, modeSchedule, modeMochi)
+		if m != modeSchedule && m != modeMochi && m != modeBoth || slices.Contains(c.Modes, m) {
+			return c, fmt.Errorf("-mode %q: want both, %s, %s, %s, or several separated by commas", mode, modeSchedule, modeMochi, modeBoth)
 		}
 		c.Modes = append(c.Modes, m)
 	}

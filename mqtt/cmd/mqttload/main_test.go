@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -50,6 +52,24 @@ func TestLoadCI(t *testing.T) {
 	if !strings.Contains(stderr.String(), "window") {
 		t.Errorf("no progress on standard error:\n%s", stderr.String())
 	}
+}
+
+// TestLoadTogether runs both keep-alives at once (-together), mochi's
+// listed first: every count must be exact for both, and the report must
+// list them in the order given, with the ratio line.
+func TestLoadTogether(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-clients", "100", "-silent", "0.25", "-keepalive", "2",
+		"-fall", "1s", "-grace", "1500ms", "-dialers", "16", "-together", "-mode", "mochi,go-schedule"}, &stdout, &stderr)
+	t.Logf("report:\n%s", stdout.String())
+	require.Equal(t, exitPass, code, "exit status; standard error:\n%s", stderr.String())
+	out := stdout.String()
+	mochiAt, hookAt := strings.Index(out, "mochi deadline"), strings.Index(out, "go-schedule hook")
+	require.True(t, mochiAt >= 0 && hookAt >= 0, "the report lacks a keep-alive")
+	assert.Less(t, mochiAt, hookAt, "the columns are not in the order of -mode")
+	assert.NotContains(t, out, "WRONG")
+	assert.Contains(t, out, "go-schedule hook / mochi deadline: broker CPU per connection")
+	assert.Contains(t, stderr.String(), "waiting for the other keep-alive")
 }
 
 // TestWrongCountsFail: the exit status depends on the counts; each one

@@ -18,8 +18,11 @@ type report struct {
 
 // modeLabel names a mode in the report.
 func modeLabel(mode string) string {
-	if mode == modeSchedule {
+	switch mode {
+	case modeSchedule:
 		return "go-schedule hook"
+	case modeBoth:
+		return "hook + mochi deadline"
 	}
 	return "mochi deadline"
 }
@@ -205,13 +208,13 @@ func (r *report) write(w io.Writer) {
 	})...)
 	row("garbage collections in the window, all brokers", each(func(_ modeResult, t totals) string { return commas(t.gcs) })...)
 	row("scheduler wake-ups per second / jobs run, all brokers", each(func(m modeResult, t totals) string {
-		if m.Mode != modeSchedule || t.window == 0 {
+		if m.Mode == modeMochi || t.window == 0 {
 			return "-"
 		}
 		return strconv.FormatFloat(float64(t.wakeups)/t.window.Seconds(), 'f', 1, 64) + " / " + commas(int64(t.fired))
 	})...)
 	row("largest lateness of a scheduler job start", each(func(m modeResult, t totals) string {
-		if m.Mode != modeSchedule {
+		if m.Mode == modeMochi {
 			return "-"
 		}
 		return lateness([]int64{t.maxJobLateness.Microseconds()}, 1)
@@ -224,8 +227,11 @@ func (r *report) write(w io.Writer) {
 		return mib(m.BrokerPeak) + " / " + mib(m.LoaderPeak)
 	})...)
 	tw.Flush()
-	if r, ok := r.ratios(); ok {
-		fmt.Fprintf(w, "\ngo-schedule hook / mochi deadline: broker CPU per connection %s, detection lateness p99 %s\n", r.cpu, r.p99)
+	if rs := r.ratios(); len(rs) > 0 {
+		fmt.Fprintln(w)
+		for _, r := range rs {
+			fmt.Fprintf(w, "%s / %s: broker CPU per connection %s, detection lateness p99 %s\n", r.mode, modeLabel(modeMochi), r.cpu, r.p99)
+		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "lateness: from a silent client's last packet + 1.5 × keep-alive to the end of its connection, seen by the client")
@@ -238,26 +244,24 @@ func (r *report) write(w io.Writer) {
 	}
 }
 
-// ratios are the go-schedule hook's figures over mochi's deadline's, in
-// the same run, formatted.
-type ratios struct{ cpu, p99 string }
+// ratio is one mode's figures over mochi's deadline's, in the same run,
+// formatted.
+type ratio struct{ mode, cpu, p99 string }
 
-// ratios returns the ratios when the run measured both keep-alives.
-func (r *report) ratios() (ratios, bool) {
-	var hook, own *totals
+// ratios returns the ratios of every mode to mochi's deadline, when the
+// run measured it.
+func (r *report) ratios() []ratio {
+	var own *totals
 	for _, m := range r.modes {
-		t := m.totals()
-		switch m.Mode {
-		case modeSchedule:
-			hook = &t
-		case modeMochi:
+		if m.Mode == modeMochi {
+			t := m.totals()
 			own = &t
 		}
 	}
-	if hook == nil || own == nil {
-		return ratios{}, false
+	if own == nil {
+		return nil
 	}
-	ratio := func(a, b float64) string {
+	div := func(a, b float64) string {
 		if b <= 0 || a < 0 {
 			return "-"
 		}
@@ -275,7 +279,15 @@ func (r *report) ratios() (ratios, bool) {
 		}
 		return float64(t.lateness[int(0.99*float64(len(t.lateness)-1))])
 	}
-	return ratios{cpu: ratio(perConnCPU(hook), perConnCPU(own)), p99: ratio(p99(hook), p99(own))}, true
+	var rs []ratio
+	for _, m := range r.modes {
+		if m.Mode == modeMochi {
+			continue
+		}
+		t := m.totals()
+		rs = append(rs, ratio{mode: modeLabel(m.Mode), cpu: div(perConnCPU(&t), perConnCPU(own)), p99: div(p99(&t), p99(own))})
+	}
+	return rs
 }
 
 // lateness formats quantile p of the sorted latenesses in µs.
