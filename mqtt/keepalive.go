@@ -1,7 +1,7 @@
 // Package mqtt enforces MQTT keep-alive in a mochi-mqtt broker
-// (github.com/mochi-mqtt/server/v2) with go-schedule: one
-// heartbeat.Monitor per broker holds the deadline of every connection, in
-// place of a read deadline on each connection's socket.
+// (github.com/mochi-mqtt/server/v2) with go-schedule: heartbeat.Monitors
+// on one Scheduler hold the deadline of every connection, in place of a
+// read deadline on each connection's socket.
 //
 // MQTT 3.1.1 and 5 (§3.1.2.10) say that when the Keep Alive of a
 // connection is not zero and the server receives no control packet from
@@ -36,10 +36,21 @@ import (
 // HookID is what KeepAlive.ID returns.
 const HookID = "go-schedule-keepalive"
 
-// defaultTimeout is the Monitor's own timeout: 1.5 times a Keep Alive of
-// 60 seconds. Every connection is watched with its own timeout (Watch);
-// those whose timeout equals this one cost no per-key timeout entry.
-const defaultTimeout = 90 * time.Second
+// maxTimeouts is how many distinct timeouts get a heartbeat.Monitor of
+// their own, whose own timeout it is. A Monitor keeps a key's timeout in a
+// map when it differs from the Monitor's, and looks it up on every
+// Refresh: in a broker, whose caches have gone cold between two packets
+// of a client, that lookup cost more than the rest of a Refresh. Devices
+// of a fleet mostly share one Keep Alive or a few. A client with any other
+// Keep Alive is watched by a shared Monitor with a timeout of its own, and
+// each of its packets costs one lookup more for each Monitor tried before.
+const maxTimeouts = 4
+
+// sharedTimeout is the shared Monitor's own timeout: 1.5 times a Keep
+// Alive of 60 seconds. It matters little, since the shared Monitor watches
+// each client with the client's timeout (Monitor.Watch); only clients
+// whose timeout equals it skip the Monitor's map of timeouts.
+const sharedTimeout = 90 * time.Second
 
 // Timeout returns how long a connection with the given Keep Alive (in
 // seconds, as the client sends it in CONNECT, or as the server sets it)
@@ -73,8 +84,16 @@ func Timeout(keepalive uint16) time.Duration {
 //     authentication, or whose CONNACK cannot be written, never reaches
 //     OnDisconnect, and a watch armed for it would never be removed.
 //   - OnPacketRead: every packet from a watched client, PINGREQ included,
-//     pushes its deadline out to now plus its timeout.
+//     pushes its deadline out to now plus its timeout (Monitor.Refresh).
+//     A packet never starts a watch, so the packets of a client with a
+//     Keep Alive of 0, the CONNECT read before authentication, and a
+//     packet handled after OnDisconnect cost a lookup and nothing more.
 //   - OnDisconnect: the watch ends.
+//
+// Clients are watched by one heartbeat.Monitor per timeout, for the first
+// few timeouts seen, and the rest by one shared Monitor; see maxTimeouts.
+// A packet refreshes the watch of its client in the Monitors in turn,
+// skipping those that watch no client, until one watches it.
 //
 // Watches are keyed by *mochi.Client, not by client ID: when a client ID
 // is taken over, mochi usually calls OnDisconnect for the old connection
@@ -99,17 +118,26 @@ func Timeout(keepalive uint16) time.Duration {
 type KeepAlive struct {
 	mochi.HookBase
 
-	mon *heartbeat.Monitor[*mochi.Client]
-	err error // from heartbeat.New; Init returns it
+	s      *schedule.Scheduler
+	shared *monitor
+	err    error // from heartbeat.New; Init returns it
 
-	// unwatched holds the connected clients with a Keep Alive of 0, whose
-	// packets must not start a watch. n counts them, so that OnPacketRead
-	// skips the lookup while there are none.
-	unwatched sync.Map // *mochi.Client → struct{}
-	n         atomic.Int64
+	// mons lists the Monitors in the order OnPacketRead tries them: those
+	// of single timeouts, in the order the timeouts were first seen, then
+	// the shared one. It is replaced, never changed, under mu.
+	mons atomic.Pointer[[]*monitor]
+	mu   sync.Mutex
 
 	expired atomic.Uint64
 	warned  atomic.Bool // the shut-down scheduler has been logged
+}
+
+// monitor is one Monitor of a KeepAlive, with the number of clients it
+// watches, so that a packet skips the Monitors that watch none.
+type monitor struct {
+	timeout time.Duration // its own; 0 for the shared Monitor
+	mon     *heartbeat.Monitor[*mochi.Client]
+	watched atomic.Int64
 }
 
 // NewKeepAlive returns a keep-alive hook whose deadlines live on s. Add it
@@ -118,9 +146,53 @@ type KeepAlive struct {
 // With a nil s, the hook's Init, and so AddHook, returns
 // heartbeat.ErrNilScheduler.
 func NewKeepAlive(s *schedule.Scheduler) *KeepAlive {
-	k := new(KeepAlive)
-	k.mon, k.err = heartbeat.New(s, defaultTimeout, k.expire)
+	k := &KeepAlive{s: s, shared: new(monitor)}
+	k.shared.mon, k.err = heartbeat.New(s, sharedTimeout, k.expirer(k.shared))
+	k.mons.Store(&[]*monitor{k.shared})
 	return k
+}
+
+// expirer returns the expired function of m's Monitor.
+func (k *KeepAlive) expirer(m *monitor) func(*mochi.Client) {
+	return func(cl *mochi.Client) {
+		m.watched.Add(-1)
+		k.expire(cl)
+	}
+}
+
+// monitorFor returns the monitor for clients with the given timeout: its
+// own, made now if there is room for it, or the shared one.
+func (k *KeepAlive) monitorFor(timeout time.Duration) *monitor {
+	mons := *k.mons.Load()
+	for _, m := range mons {
+		if m.timeout == timeout {
+			return m
+		}
+	}
+	if len(mons) > maxTimeouts {
+		return k.shared
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	mons = *k.mons.Load() // another client may have made it meanwhile
+	for _, m := range mons {
+		if m.timeout == timeout {
+			return m
+		}
+	}
+	if len(mons) > maxTimeouts {
+		return k.shared
+	}
+	m := &monitor{timeout: timeout}
+	var err error
+	if m.mon, err = heartbeat.New(k.s, timeout, k.expirer(m)); err != nil {
+		return k.shared // not for a scheduler that NewKeepAlive accepted
+	}
+	next := make([]*monitor, 0, len(mons)+1)
+	next = append(next, mons[:len(mons)-1]...)
+	next = append(next, m, k.shared)
+	k.mons.Store(&next)
+	return m
 }
 
 // ID returns HookID.
@@ -145,11 +217,14 @@ func (k *KeepAlive) Init(config any) error { return k.err }
 func (k *KeepAlive) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 	ka := cl.State.Keepalive // the client's Keep Alive, or the server's
 	if ka == 0 {
-		k.unwatched.Store(cl, struct{}{})
-		k.n.Add(1)
-		return
+		return // no timeout: never watched
 	}
-	if err := k.mon.Watch(cl, Timeout(ka)); err != nil {
+	m := k.monitorFor(Timeout(ka))
+	// Counted first, so that a packet read as soon as the watch starts
+	// does not skip m.
+	m.watched.Add(1)
+	if err := m.mon.Watch(cl, Timeout(ka)); err != nil {
+		m.watched.Add(-1)
 		// The scheduler is shut down: leave the client to mochi.
 		if k.Log != nil && k.warned.CompareAndSwap(false, true) {
 			k.Log.Warn("the scheduler is shut down: keep-alive left to mochi", "error", err)
@@ -161,28 +236,26 @@ func (k *KeepAlive) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 	cl.State.Keepalive = 0
 }
 
-// OnPacketRead pushes out the deadline of a watched client. It returns pk
-// unchanged.
+// OnPacketRead pushes out the deadline of cl if it is watched, and does
+// nothing otherwise: a packet never starts a watch (see KeepAlive). It
+// returns pk unchanged.
 func (k *KeepAlive) OnPacketRead(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
-	if pk.FixedHeader.Type == packets.Connect {
-		// The CONNECT itself, read before the session is established (or,
-		// later, a protocol error that mochi disconnects for).
-		return pk, nil
-	}
-	if k.n.Load() > 0 {
-		if _, ok := k.unwatched.Load(cl); ok {
-			return pk, nil
+	for _, m := range *k.mons.Load() {
+		// Refresh is false when m does not watch cl, and once the
+		// scheduler is shut down.
+		if m.watched.Load() > 0 && m.mon.Refresh(cl) {
+			break
 		}
 	}
-	_ = k.mon.Beat(cl) // fails only once the scheduler is shut down
 	return pk, nil
 }
 
-// OnDisconnect ends the watch of cl.
+// OnDisconnect ends the watch of cl, if it has one.
 func (k *KeepAlive) OnDisconnect(cl *mochi.Client, err error, expire bool) {
-	if !k.mon.Forget(cl) {
-		if _, ok := k.unwatched.LoadAndDelete(cl); ok {
-			k.n.Add(-1)
+	for _, m := range *k.mons.Load() {
+		if m.watched.Load() > 0 && m.mon.Forget(cl) {
+			m.watched.Add(-1)
+			return
 		}
 	}
 }
@@ -197,10 +270,14 @@ func (k *KeepAlive) expire(cl *mochi.Client) {
 // Len returns the number of clients watched now: those connected with a
 // Keep Alive other than zero.
 func (k *KeepAlive) Len() int {
-	if k.mon == nil {
+	if k.shared.mon == nil {
 		return 0
 	}
-	return k.mon.Len()
+	n := 0
+	for _, m := range *k.mons.Load() {
+		n += m.mon.Len()
+	}
+	return n
 }
 
 // Expired returns the number of clients the hook has disconnected because
