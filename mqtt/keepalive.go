@@ -1,7 +1,7 @@
 // Package mqtt enforces MQTT keep-alive in a mochi-mqtt broker
-// (github.com/mochi-mqtt/server/v2) with go-schedule: heartbeat.Monitors
-// on one Scheduler hold the deadline of every connection, in place of a
-// read deadline on each connection's socket.
+// (github.com/mochi-mqtt/server/v2) with go-schedule: one
+// heartbeat.Monitor per broker holds the deadline of every connection, in
+// place of a read deadline on each connection's socket.
 //
 // MQTT 3.1.1 and 5 (§3.1.2.10) say that when the Keep Alive of a
 // connection is not zero and the server receives no control packet from
@@ -23,7 +23,6 @@
 package mqtt
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,21 +35,10 @@ import (
 // HookID is what KeepAlive.ID returns.
 const HookID = "go-schedule-keepalive"
 
-// maxTimeouts is how many distinct timeouts get a heartbeat.Monitor of
-// their own, whose own timeout it is. A Monitor keeps a key's timeout in a
-// map when it differs from the Monitor's, and looks it up on every
-// Refresh: in a broker, whose caches have gone cold between two packets
-// of a client, that lookup cost more than the rest of a Refresh. Devices
-// of a fleet mostly share one Keep Alive or a few. A client with any other
-// Keep Alive is watched by a shared Monitor with a timeout of its own, and
-// each of its packets costs one lookup more for each Monitor tried before.
-const maxTimeouts = 4
-
-// sharedTimeout is the shared Monitor's own timeout: 1.5 times a Keep
-// Alive of 60 seconds. It matters little, since the shared Monitor watches
-// each client with the client's timeout (Monitor.Watch); only clients
-// whose timeout equals it skip the Monitor's map of timeouts.
-const sharedTimeout = 90 * time.Second
+// defaultTimeout is the Monitor's own timeout: 1.5 times a Keep Alive of
+// 60 seconds. Every connection is watched with its own timeout (Watch),
+// which the Monitor keeps beside the watch, so any timeout costs the same.
+const defaultTimeout = 90 * time.Second
 
 // Timeout returns how long a connection with the given Keep Alive (in
 // seconds, as the client sends it in CONNECT, or as the server sets it)
@@ -90,11 +78,6 @@ func Timeout(keepalive uint16) time.Duration {
 //     packet handled after OnDisconnect cost a lookup and nothing more.
 //   - OnDisconnect: the watch ends.
 //
-// Clients are watched by one heartbeat.Monitor per timeout, for the first
-// few timeouts seen, and the rest by one shared Monitor; see maxTimeouts.
-// A packet refreshes the watch of its client in the Monitors in turn,
-// skipping those that watch no client, until one watches it.
-//
 // Watches are keyed by *mochi.Client, not by client ID: when a client ID
 // is taken over, mochi usually calls OnDisconnect for the old connection
 // after OnSessionEstablished for the new one, and neither the old
@@ -118,26 +101,11 @@ func Timeout(keepalive uint16) time.Duration {
 type KeepAlive struct {
 	mochi.HookBase
 
-	s      *schedule.Scheduler
-	shared *monitor
-	err    error // from heartbeat.New; Init returns it
-
-	// mons lists the Monitors in the order OnPacketRead tries them: those
-	// of single timeouts, in the order the timeouts were first seen, then
-	// the shared one. It is replaced, never changed, under mu.
-	mons atomic.Pointer[[]*monitor]
-	mu   sync.Mutex
+	mon *heartbeat.Monitor[*mochi.Client]
+	err error // from heartbeat.New; Init returns it
 
 	expired atomic.Uint64
 	warned  atomic.Bool // the shut-down scheduler has been logged
-}
-
-// monitor is one Monitor of a KeepAlive, with the number of clients it
-// watches, so that a packet skips the Monitors that watch none.
-type monitor struct {
-	timeout time.Duration // its own; 0 for the shared Monitor
-	mon     *heartbeat.Monitor[*mochi.Client]
-	watched atomic.Int64
 }
 
 // NewKeepAlive returns a keep-alive hook whose deadlines live on s. Add it
@@ -146,53 +114,9 @@ type monitor struct {
 // With a nil s, the hook's Init, and so AddHook, returns
 // heartbeat.ErrNilScheduler.
 func NewKeepAlive(s *schedule.Scheduler) *KeepAlive {
-	k := &KeepAlive{s: s, shared: new(monitor)}
-	k.shared.mon, k.err = heartbeat.New(s, sharedTimeout, k.expirer(k.shared))
-	k.mons.Store(&[]*monitor{k.shared})
+	k := new(KeepAlive)
+	k.mon, k.err = heartbeat.New(s, defaultTimeout, k.expire)
 	return k
-}
-
-// expirer returns the expired function of m's Monitor.
-func (k *KeepAlive) expirer(m *monitor) func(*mochi.Client) {
-	return func(cl *mochi.Client) {
-		m.watched.Add(-1)
-		k.expire(cl)
-	}
-}
-
-// monitorFor returns the monitor for clients with the given timeout: its
-// own, made now if there is room for it, or the shared one.
-func (k *KeepAlive) monitorFor(timeout time.Duration) *monitor {
-	mons := *k.mons.Load()
-	for _, m := range mons {
-		if m.timeout == timeout {
-			return m
-		}
-	}
-	if len(mons) > maxTimeouts {
-		return k.shared
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	mons = *k.mons.Load() // another client may have made it meanwhile
-	for _, m := range mons {
-		if m.timeout == timeout {
-			return m
-		}
-	}
-	if len(mons) > maxTimeouts {
-		return k.shared
-	}
-	m := &monitor{timeout: timeout}
-	var err error
-	if m.mon, err = heartbeat.New(k.s, timeout, k.expirer(m)); err != nil {
-		return k.shared // not for a scheduler that NewKeepAlive accepted
-	}
-	next := make([]*monitor, 0, len(mons)+1)
-	next = append(next, mons[:len(mons)-1]...)
-	next = append(next, m, k.shared)
-	k.mons.Store(&next)
-	return m
 }
 
 // ID returns HookID.
@@ -219,12 +143,7 @@ func (k *KeepAlive) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 	if ka == 0 {
 		return // no timeout: never watched
 	}
-	m := k.monitorFor(Timeout(ka))
-	// Counted first, so that a packet read as soon as the watch starts
-	// does not skip m.
-	m.watched.Add(1)
-	if err := m.mon.Watch(cl, Timeout(ka)); err != nil {
-		m.watched.Add(-1)
+	if err := k.mon.Watch(cl, Timeout(ka)); err != nil {
 		// The scheduler is shut down: leave the client to mochi.
 		if k.Log != nil && k.warned.CompareAndSwap(false, true) {
 			k.Log.Warn("the scheduler is shut down: keep-alive left to mochi", "error", err)
@@ -240,24 +159,13 @@ func (k *KeepAlive) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 // nothing otherwise: a packet never starts a watch (see KeepAlive). It
 // returns pk unchanged.
 func (k *KeepAlive) OnPacketRead(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
-	for _, m := range *k.mons.Load() {
-		// Refresh is false when m does not watch cl, and once the
-		// scheduler is shut down.
-		if m.watched.Load() > 0 && m.mon.Refresh(cl) {
-			break
-		}
-	}
+	k.mon.Refresh(cl) // false when cl is not watched, and once the scheduler is shut down
 	return pk, nil
 }
 
 // OnDisconnect ends the watch of cl, if it has one.
 func (k *KeepAlive) OnDisconnect(cl *mochi.Client, err error, expire bool) {
-	for _, m := range *k.mons.Load() {
-		if m.watched.Load() > 0 && m.mon.Forget(cl) {
-			m.watched.Add(-1)
-			return
-		}
-	}
+	k.mon.Forget(cl)
 }
 
 // expire is the Monitor's expired function: cl sent nothing for its
@@ -270,14 +178,10 @@ func (k *KeepAlive) expire(cl *mochi.Client) {
 // Len returns the number of clients watched now: those connected with a
 // Keep Alive other than zero.
 func (k *KeepAlive) Len() int {
-	if k.shared.mon == nil {
+	if k.mon == nil {
 		return 0
 	}
-	n := 0
-	for _, m := range *k.mons.Load() {
-		n += m.mon.Len()
-	}
-	return n
+	return k.mon.Len()
 }
 
 // Expired returns the number of clients the hook has disconnected because
