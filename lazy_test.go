@@ -38,6 +38,7 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 	assert.Equal(t, 0, s.owner.heap.len(), "every tombstone was discarded")
 	assert.Equal(t, int64(0), s.cancel.tombstones())
 }
+
 // With lazy cancel, giving chunks back means rebuilding the heap first (a
 // tombstone may name a free slot), which costs O(n): it is done only when
 // the chunks hold at least a quarter as many slots as the heap has entries.

@@ -353,4 +353,3 @@ func shutdownRace(t *testing.T, st schedtest.Strategy, seed uint64) {
 	s.Shutdown()
 	assert.NoError(t, s.ShutdownContext(context.Background()), "repeated ShutdownContext")
 }
-
