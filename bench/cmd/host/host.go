@@ -81,7 +81,10 @@ type hostResult struct {
 	// Counters are the scheduler's counter deltas over the window.
 	Counters   map[string]uint64 `json:"counters,omitempty"`
 	SenderPerS float64           `json:"sender_per_s"`
-	Error      string            `json:"error,omitempty"`
+	// Load1 is the machine's 1-minute load average as the cell started
+	// (Linux only): a hint of how much else was running.
+	Load1 float64 `json:"load1,omitempty"`
+	Error string  `json:"error,omitempty"`
 }
 
 // runHost is the host child: it measures its cell and prints the result

@@ -156,6 +156,21 @@ func (r *report) summarize() {
 	}
 }
 
+// loadRange returns the lowest and highest load average seen as cells
+// started.
+func (r *report) loadRange() (lo, hi float64, ok bool) {
+	for _, run := range r.Runs {
+		if run.Load1 == 0 {
+			continue
+		}
+		if !ok {
+			lo, hi, ok = run.Load1, run.Load1, true
+		}
+		lo, hi = min(lo, run.Load1), max(hi, run.Load1)
+	}
+	return lo, hi, ok
+}
+
 // okRuns returns the successful repetitions of a cell.
 func (r *report) okRuns(procs int, shape, impl string) []*hostResult {
 	var out []*hostResult
@@ -336,6 +351,9 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- gateway: %d keys, each reset every %v with a %v timeout, from one goroutine on a %v ticker; "+
 		"fire: %d one-shots, each due in (0, %v] and scheduled again when it runs\n",
 		c.Keys, c.ResetEvery, c.Timeout, c.Tick, c.FireTasks, c.FireMax)
+	if lo, hi, ok := r.loadRange(); ok {
+		fmt.Fprintf(&b, "- 1-minute load average as cells started: %.2f–%.2f (the machine is shared; other work adds noise)\n", lo, hi)
+	}
 	b.WriteString("- Lateness: receive time − send stamp of each packet read in the window. " +
 		"CPU: user + system time of the host process. Context switches: voluntary + involuntary, every thread.\n")
 	if r.Indicative {

@@ -82,12 +82,14 @@ func runAll(ctx context.Context, c config) (*report, error) {
 	for i, cl := range cells {
 		fmt.Fprintf(os.Stderr, "[%d/%d %v] rep %d  GOMAXPROCS=%d  %-7s  %-11s ",
 			i+1, len(cells), time.Since(start).Round(time.Second), cl.Rep, cl.Procs, cl.Shape, cl.Impl)
+		load := loadAvg()
 		res := runCell(ctx, exe, c, cl)
+		res.Load1 = load
 		if ctx.Err() != nil {
 			fmt.Fprintln(os.Stderr)
 			return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
 		}
-		fmt.Fprintln(os.Stderr, res.brief())
+		fmt.Fprintf(os.Stderr, "%s  (load %.2f)\n", res.brief(), load)
 		rep.Runs = append(rep.Runs, res)
 	}
 	rep.summarize()
@@ -198,6 +200,16 @@ func (ch *child) finish() string {
 		msg += ": " + tail
 	}
 	return msg
+}
+
+// loadAvg returns the 1-minute load average, or 0 where it is unknown.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b) + " 0")[0], 64)
+	return f
 }
 
 // withoutVar returns env without the entries for the variable name.
