@@ -91,34 +91,45 @@ type config struct {
 
 // Defaults of a full run, and of a -quick run where they differ.
 const (
-	defaultCount       = 3
-	defaultWindow      = 10 * time.Second
-	defaultWarmup      = 2 * time.Second
-	quickCount         = 1
-	quickWindow        = 2 * time.Second
-	quickWarmup        = time.Second
-	defaultOut         = "results/host"
-	defaultSendEvery   = 500 * time.Microsecond
-	defaultWorkers     = 16
-	defaultKeys        = 100_000
-	defaultResetEvery  = 2 * time.Second
-	defaultTimeout     = 3 * time.Second
-	defaultTick        = 10 * time.Millisecond
-	defaultFireTasks   = 2_000
-	defaultFireMax     = time.Second
-	implRuntime        = "runtime"
-	shapeGateway       = "gateway"
-	shapeFire          = "fire"
-	roleHost           = "host"
-	roleSender         = "sender"
-	envGOMAXPROCS      = "GOMAXPROCS"
-	listSeparator      = ","
-	defaultImplList    = "lazycancel,eagercancel," + implRuntime
-	defaultShapeList   = shapeGateway + "," + shapeFire
-	defaultProcsList   = "1,2"
-	cellTimeoutMargin  = time.Minute
-	indicativeBelowRep = 3
+	defaultCount      = 3
+	defaultWindow     = 10 * time.Second
+	defaultWarmup     = 2 * time.Second
+	quickCount        = 1
+	quickWindow       = 2 * time.Second
+	quickWarmup       = time.Second
+	defaultOut        = "results/host"
+	defaultSendEvery  = 500 * time.Microsecond
+	defaultWorkers    = 16
+	defaultKeys       = 100_000
+	defaultResetEvery = 2 * time.Second
+	defaultTimeout    = 3 * time.Second
+	defaultTick       = 10 * time.Millisecond
+	defaultFireTasks  = 2_000
+	defaultFireMax    = time.Second
+	defaultImplList   = "lazycancel,eagercancel," + implRuntime
+	defaultShapeList  = shapeGateway + "," + shapeFire
+	defaultProcsList  = "1,2"
 )
+
+// Names of the baseline implementation, the shapes and the child roles.
+const (
+	implRuntime   = "runtime"
+	shapeGateway  = "gateway"
+	shapeFire     = "fire"
+	roleHost      = "host"
+	roleSender    = "sender"
+	envGOMAXPROCS = "GOMAXPROCS"
+	listSeparator = ","
+)
+
+// cellTimeoutMargin is how long a cell may take beyond its warm-up and
+// window (set-up, start and exit of the children) before it is killed.
+const cellTimeoutMargin = time.Minute
+
+// indicativeBelowRep is the number of repetitions below which verdicts
+// are labelled indicative: one run on a shared machine can move a ratio
+// by tens of percent.
+const indicativeBelowRep = 3
 
 var (
 	allImpls  = strings.Split(defaultImplList, listSeparator)
