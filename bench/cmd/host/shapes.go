@@ -62,22 +62,25 @@ func newScheduler(impl string, workers int) (*schedule.Scheduler, error) {
 }
 
 // startGateway sets up c.Keys heartbeat timeouts and starts one goroutine
-// that resets each key to c.Timeout once per c.ResetEvery, round-robin, on
-// a ticker of c.Tick. A key expires only if its reset comes more than
-// c.Timeout late, so with a healthy host none does.
+// that resets each key once per c.ResetEvery, round-robin, on a ticker of
+// c.Tick (driveResets). A key expires only if its reset comes more than
+// c.Timeout − c.ResetEvery late, so with a healthy host none does.
 //
-// The keys start as a gateway's devices are after a while, not as if all
-// had connected at once: key i's first deadline is where its last reset
-// one period before its first reset here would have put it (firstTimeout).
-// Deadlines are then spread over a period from the start, and postponed
-// deadlines reach the top of the timer heaps at the steady rate from
-// c.Timeout − c.ResetEvery on, rather than all together after c.Timeout.
+// The keys stand for devices whose heartbeats arrive evenly spread in
+// time, as they do from many devices that connected at different moments:
+// key i is due for a reset at i·c.ResetEvery/c.Keys into every period,
+// and its deadline is that instant plus c.Timeout. The keys start as such
+// a gateway is after a while, not as if all had connected at once: key i's
+// first deadline is where its reset one period before the first here
+// would have put it (firstTimeout). Postponed deadlines thus reach the top
+// of the timer heaps at the steady rate from c.Timeout − c.ResetEvery on,
+// rather than all together after c.Timeout.
 func startGateway(impl string, c config) (*workload, error) {
 	w := &workload{unit: "resets", expectedPerS: float64(c.Keys) / c.ResetEvery.Seconds()}
 	firstTimeout := func(i int) time.Duration {
 		return c.Timeout - c.ResetEvery + time.Duration(float64(c.ResetEvery)*float64(i)/float64(c.Keys))
 	}
-	var reset func(i int) bool
+	var reset func(i int, d time.Duration) bool
 	var stopTimers func()
 	if impl == implRuntime {
 		expire := func() { w.expired.Add(1) }
@@ -85,7 +88,7 @@ func startGateway(impl string, c config) (*workload, error) {
 		for i := range timers {
 			timers[i] = time.AfterFunc(firstTimeout(i), expire)
 		}
-		reset = func(i int) bool { return timers[i].Reset(c.Timeout) }
+		reset = func(i int, d time.Duration) bool { return timers[i].Reset(d) }
 		stopTimers = func() {
 			for _, t := range timers {
 				t.Stop()
@@ -106,7 +109,7 @@ func startGateway(impl string, c config) (*workload, error) {
 				return nil, err
 			}
 		}
-		reset = func(i int) bool { return s.Reset(ids[i], c.Timeout) }
+		reset = func(i int, d time.Duration) bool { return s.Reset(ids[i], d) }
 		w.sched, stopTimers = s, s.Shutdown
 	}
 
@@ -123,23 +126,30 @@ func startGateway(impl string, c config) (*workload, error) {
 	return w, nil
 }
 
-// driveResets resets keys round-robin until quit closes. On every tick it
-// catches up with the schedule (c.Keys resets per c.ResetEvery since it
-// started), so a late or dropped tick does not let keys fall behind.
-func driveResets(w *workload, c config, reset func(i int) bool, quit <-chan struct{}) {
+// driveResets resets keys round-robin until quit closes. Reset number n is
+// due at n·c.ResetEvery/c.Keys after the start; on every tick the
+// goroutine makes the resets that have come due since the last, so that a
+// late or dropped tick does not let keys fall behind. Each reset sets the
+// deadline its due instant would have: c.Timeout shortened by how late the
+// tick serves it. The deadlines thus stay evenly spread, as a gateway's
+// are, rather than bunched at the ticks: the ticker is how the load is
+// driven cheaply, not part of the load.
+func driveResets(w *workload, c config, reset func(i int, d time.Duration) bool, quit <-chan struct{}) {
 	tick := time.NewTicker(c.Tick)
 	defer tick.Stop()
 	start := time.Now()
-	perNs := float64(c.Keys) / float64(c.ResetEvery)
+	every := float64(c.ResetEvery) / float64(c.Keys) // ns between due instants
 	next, done := 0, uint64(0)
 	for {
 		select {
 		case <-quit:
 			return
 		case now := <-tick.C:
-			target := uint64(float64(now.Sub(start)) * perNs)
+			elapsed := now.Sub(start)
+			target := uint64(float64(elapsed) / every)
 			for ; done < target; done++ {
-				if !reset(next) {
+				late := elapsed - time.Duration(float64(done)*every)
+				if !reset(next, c.Timeout-late) {
 					w.misses.Add(1)
 				}
 				if next++; next == c.Keys {
