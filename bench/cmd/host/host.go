@@ -50,6 +50,7 @@ var schedulerCounters = []struct {
 	{"dropped", func(s schedule.Stats) uint64 { return s.Dropped }},
 	{"skipped", func(s schedule.Stats) uint64 { return s.Skipped }},
 	{"panics", func(s schedule.Stats) uint64 { return s.Panics }},
+	{"wakeups", func(s schedule.Stats) uint64 { return s.Wakeups }},
 }
 
 // hostResult is what a host child reports for its cell; the parent adds
