@@ -9,7 +9,9 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -110,6 +112,30 @@ func runHost(specJSON string) {
 	}
 }
 
+// startProfile starts a CPU profile of the cell in dir, and returns the
+// function that ends it; with dir empty it does nothing.
+func startProfile(dir string, cl cell) (stop func(), err error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("%d-%s-%s-%d.pprof", cl.Procs, cl.Shape, cl.Impl, cl.Rep)
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
 // snapshot is the host's state at one end of the window.
 type snapshot struct {
 	at    time.Time
@@ -159,12 +185,17 @@ func measure(res *hostResult, c config) error {
 	}()
 
 	time.Sleep(c.Warmup)
+	stopProfile, err := startProfile(c.CPUProfile, res.cell)
+	if err != nil {
+		return err
+	}
 	before, err := takeSnapshot(w)
 	if err != nil {
 		return err
 	}
 	time.Sleep(c.Window)
 	after, err := takeSnapshot(w)
+	stopProfile()
 	if err != nil {
 		return err
 	}

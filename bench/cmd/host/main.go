@@ -89,6 +89,9 @@ type config struct {
 	Shapes     []string      `json:"shapes"`
 	Procs      []int         `json:"gomaxprocs"`
 	Quick      bool          `json:"quick"`
+	// CPUProfile is a directory where each host child writes a CPU profile
+	// of its window; empty: none.
+	CPUProfile string `json:"cpu_profile,omitempty"`
 }
 
 // Defaults of a full run, and of a -quick run where they differ.
@@ -195,6 +198,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, string, childRole, err
 	fs.DurationVar(&c.Warmup, "warmup", 0, fmt.Sprintf("warm-up after set-up, before the window (default %v, %v with -quick)", defaultWarmup, quickWarmup))
 	fs.DurationVar(&c.Interval, "interval", defaultSendEvery, "period of the sender's ticker")
 	fs.IntVar(&c.Workers, "workers", defaultWorkers, "go-schedule pool size")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "directory where every host child writes a CPU profile of its window (GOMAXPROCS-shape-impl-rep.pprof)")
 	fs.IntVar(&c.Keys, "keys", defaultKeys, "gateway: keys")
 	fs.DurationVar(&c.ResetEvery, "reset-every", defaultResetEvery, "gateway: each key is reset once per this period")
 	fs.DurationVar(&c.Timeout, "timeout", defaultTimeout, "gateway: timeout set by every reset (longer than -reset-every, so that no key expires)")
