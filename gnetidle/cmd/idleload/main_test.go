@@ -87,6 +87,7 @@ func TestReportShowsEveryRow(t *testing.T) {
 		"silent connections closed / expected", "live connections closed", "connections closed early",
 		"detection lateness p50", "detection lateness p99", "detection lateness max",
 		"server memory per connection (RSS)", "server CPU per connection", "server goroutines per connection",
+		"server-side lateness p50 / p99 / max",
 		"round 2", "medians over 2 rounds",
 	} {
 		assert.Contains(t, out.String(), row)

@@ -17,6 +17,7 @@ type netServer struct {
 	idle   time.Duration
 	conns  atomic.Int64
 	closed atomic.Int64 // closed for idleness
+	late   lateness
 	wg     sync.WaitGroup
 }
 
@@ -53,12 +54,14 @@ func (s *netServer) serve(c net.Conn) {
 	defer c.Close()
 	buf := make([]byte, readBuffer)
 	for {
-		if err := c.SetReadDeadline(time.Now().Add(s.idle)); err != nil {
+		last := time.Now()
+		if err := c.SetReadDeadline(last.Add(s.idle)); err != nil {
 			return
 		}
 		if _, err := c.Read(buf); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				s.closed.Add(1)
+				s.late.add(time.Since(last) - s.idle)
 			}
 			return
 		}
@@ -74,3 +77,4 @@ func (s *netServer) close() {
 func (s *netServer) addr() string      { return s.ln.Addr().String() }
 func (s *netServer) open() int64       { return s.conns.Load() }
 func (s *netServer) idleClosed() int64 { return s.closed.Load() }
+func (s *netServer) lateness() []int64 { return s.late.get() }

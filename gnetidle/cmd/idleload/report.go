@@ -47,6 +47,7 @@ type totals struct {
 	clientCounts
 	idleClosed      int64
 	lateness        []int64 // µs, sorted
+	serverLateness  []int64 // µs, sorted
 	conns           int64
 	avgConns        float64
 	rss, heap       int64
@@ -65,9 +66,9 @@ func (m modeResult) totals() totals {
 		t.lateness = append(t.lateness, l.Lateness...)
 		t.errors = append(t.errors, l.Errors...)
 	}
-	slices.Sort(t.lateness)
 	for _, s := range m.Servers {
 		t.idleClosed += s.IdleClosed
+		t.serverLateness = append(t.serverLateness, s.Lateness...)
 		t.conns += s.Conns
 		t.avgConns += s.AvgConns
 		t.rss += s.RSSDelta
@@ -78,6 +79,8 @@ func (m modeResult) totals() totals {
 		t.cpu += s.CPU
 		t.window = max(t.window, s.Window)
 	}
+	slices.Sort(t.lateness)
+	slices.Sort(t.serverLateness)
 	return t
 }
 
@@ -125,12 +128,15 @@ func (r *report) roundTag(m modeResult) string {
 }
 
 // The figures of a result, as numbers, for the table and the summary.
-func (t totals) latenessAt(p float64) (time.Duration, bool) {
-	if len(t.lateness) == 0 {
+func (t totals) latenessAt(p float64) (time.Duration, bool) { return quantile(t.lateness, p) }
+
+// quantile returns quantile p of sorted microseconds.
+func quantile(sorted []int64, p float64) (time.Duration, bool) {
+	if len(sorted) == 0 {
 		return 0, false
 	}
-	i := int(p * float64(len(t.lateness)-1))
-	return time.Duration(t.lateness[i]) * time.Microsecond, true
+	i := int(p * float64(len(sorted)-1))
+	return time.Duration(sorted[i]) * time.Microsecond, true
 }
 
 func (t totals) perConn(bytes int64) (float64, bool) {
@@ -171,7 +177,8 @@ func (r *report) write(w io.Writer) {
 		r.writeMedians(w)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "lateness: from a silent client's last byte plus the timeout to the end of its connection, as the client saw it")
+	fmt.Fprintln(w, "lateness: from a silent client's last byte plus the timeout to the end of its connection, as the client saw it;")
+	fmt.Fprintln(w, "  the server's: from its last read plus the timeout to its close, as the server saw it")
 	fmt.Fprintln(w, "memory: at the window's start, after a collection, less the same before any connection; kernel socket memory not included")
 	fmt.Fprintln(w, "CPU: server processes over the window (reads of every byte, closes of the silent), per second and average open connection")
 	for _, m := range r.results {
@@ -221,6 +228,14 @@ func writeTable(w io.Writer, rs []modeResult) {
 			return orDash(ok, fmtLateness(d))
 		})...)
 	}
+	row("server-side lateness p50 / p99 / max", each(func(_ modeResult, t totals) string {
+		var qs []string
+		for _, p := range []float64{0.5, 0.99, 1} {
+			d, ok := quantile(t.serverLateness, p)
+			qs = append(qs, orDash(ok, fmtLateness(d)))
+		}
+		return strings.Join(qs, " / ")
+	})...)
 	row("server memory per connection (RSS)", each(func(_ modeResult, t totals) string {
 		v, ok := t.perConn(t.rss)
 		return orDash(ok, kib(v))
@@ -293,6 +308,10 @@ func (r *report) writeMedians(w io.Writer) {
 		{"detection lateness p50", lateF(0.5), durF},
 		{"detection lateness p99", lateF(0.99), durF},
 		{"detection lateness max", lateF(1), durF},
+		{"server-side lateness p99", func(t totals) (float64, bool) {
+			d, ok := quantile(t.serverLateness, 0.99)
+			return float64(d), ok
+		}, durF},
 		{"server memory per connection (RSS)", func(t totals) (float64, bool) { return t.perConn(t.rss) }, kib},
 		{"server Go heap + stacks per connection", func(t totals) (float64, bool) { return t.perConn(t.heap) }, kib},
 		{"server CPU per connection", totals.cpuPerConn, func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " µs/s" }},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,8 +45,29 @@ type serverResult struct {
 	// CPU time of the process over the window, and the window's length.
 	CPU    time.Duration `json:"cpu"`
 	Window time.Duration `json:"window"`
-	// Connections the server closed for idleness, over its whole life.
-	IdleClosed int64 `json:"idle_closed"`
+	// Connections the server closed for idleness, over its whole life,
+	// and for each how late, in microseconds: from its last read plus the
+	// timeout to the close, as the server saw it.
+	IdleClosed int64   `json:"idle_closed"`
+	Lateness   []int64 `json:"lateness_us"`
+}
+
+// lateness collects how late a server closed idle connections.
+type lateness struct {
+	mu sync.Mutex
+	us []int64
+}
+
+func (l *lateness) add(d time.Duration) {
+	l.mu.Lock()
+	l.us = append(l.us, d.Microseconds())
+	l.mu.Unlock()
+}
+
+func (l *lateness) get() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]int64(nil), l.us...)
 }
 
 // idleServer is a server of one mode, seen by runServer.
@@ -56,6 +78,8 @@ type idleServer interface {
 	open() int64
 	// idleClosed is the number of connections it closed for idleness.
 	idleClosed() int64
+	// lateness is how late it closed each.
+	lateness() []int64
 }
 
 // runServer runs one server process until the end of its standard input.
@@ -78,8 +102,8 @@ func runServer(ctx context.Context, c serverConfig, out *emitter, cmds <-chan st
 			return err
 		}
 		defer s.Shutdown()
-		h := &scheduleServer{}
-		if h.d, err = gnetidle.New(s, gnetidle.Timeouts{Reader: c.Idle}, nil); err != nil {
+		h := &scheduleServer{idle: c.Idle}
+		if h.d, err = gnetidle.New(s, gnetidle.Timeouts{Reader: c.Idle}, h.onIdle); err != nil {
 			return err
 		}
 		if h.srv, err = gnetutil.Serve(h, c.Listen, opts...); err != nil {
@@ -160,6 +184,7 @@ func runServer(ctx context.Context, c serverConfig, out *emitter, cmds <-chan st
 					res.AvgConns = float64(connSum.Load()) / float64(n)
 				}
 				res.IdleClosed = srv.idleClosed()
+				res.Lateness = srv.lateness()
 				r := res
 				out.emit(message{Event: "result", Server: &r})
 			}
@@ -174,7 +199,16 @@ type scheduleServer struct {
 	gnet.BuiltinEventEngine
 	d     *gnetidle.Detector
 	srv   *gnetutil.Server
+	idle  time.Duration
 	conns atomic.Int64
+	late  lateness
+}
+
+// onIdle is the Detector's Handler: close, as CloseIdle does, and note how
+// late.
+func (s *scheduleServer) onIdle(_ gnet.Conn, e gnetidle.Event) gnet.Action {
+	s.late.add(e.Idle - s.idle)
+	return gnet.Close
 }
 
 // session is what the server keeps per connection.
@@ -207,6 +241,7 @@ func (s *scheduleServer) OnClose(c gnet.Conn, _ error) gnet.Action {
 func (s *scheduleServer) addr() string      { return s.srv.Addr }
 func (s *scheduleServer) open() int64       { return s.conns.Load() }
 func (s *scheduleServer) idleClosed() int64 { return int64(s.d.Stats().Closed) }
+func (s *scheduleServer) lateness() []int64 { return s.late.get() }
 
 // memory is a sample of the process's memory use.
 type memory struct {

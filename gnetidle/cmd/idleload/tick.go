@@ -43,6 +43,7 @@ type tickServer struct {
 	expired []*tickConn // OnTick's, reused from one call to the next
 	conns   atomic.Int64
 	closed  atomic.Int64 // closed for idleness
+	late    lateness
 }
 
 // tickConn is what the server keeps per connection, in its Context.
@@ -136,7 +137,8 @@ func (tc *tickConn) Run(context.Context) error {
 		return nil
 	}
 	s := tc.srv
-	if due := tc.lastRead.Load() + s.idle; due > s.now() {
+	now := s.now()
+	if due := tc.lastRead.Load() + s.idle; due > now {
 		s.mu.Lock()
 		tc.expires = due
 		heap.Push(&s.heap, tc)
@@ -144,12 +146,14 @@ func (tc *tickConn) Run(context.Context) error {
 		return nil
 	}
 	s.closed.Add(1)
+	s.late.add(time.Duration(now - tc.lastRead.Load() - s.idle))
 	return tc.loop.Close(tc.c) // on its own loop: OnClose runs now
 }
 
 func (s *tickServer) addr() string      { return s.srv.Addr }
 func (s *tickServer) open() int64       { return s.conns.Load() }
 func (s *tickServer) idleClosed() int64 { return s.closed.Load() }
+func (s *tickServer) lateness() []int64 { return s.late.get() }
 
 // expiryHeap is a min-heap of connections by expiry, for container/heap.
 type expiryHeap []*tickConn
