@@ -6,7 +6,10 @@
 //   - tick: gnet with what its maintainer suggested in gnet#635, a min-heap
 //     of expiry times kept by the server and driven by OnTick;
 //   - net: the standard library's net server, a goroutine per connection
-//     that sets a read deadline before each read.
+//     that sets a read deadline before each read;
+//   - tickfix, only when asked for with -servers: tick written the plain
+//     way, with each read moving the connection down the heap under the
+//     heap's mutex.
 //
 // For each, it starts server processes (gateway shards, each on a loopback
 // port of its own) and load processes that connect raw TCP clients to them.
@@ -36,7 +39,7 @@
 //	-beat d          interval between a client's bytes (default idle/5)
 //	-fall d          window after the start in which silent clients stop (default 2 × idle)
 //	-grace d         wait after the last silent client's deadline before counting (default 2s)
-//	-servers list    servers to measure, in order (default schedule,tick,net)
+//	-servers list    servers to measure, in order (default schedule,tick,net; tickfix too)
 //	-rounds n        measure the servers this many times, interleaved (default 1)
 //	-per-process n   connections per process at most (default 15000); server and
 //	                 load processes are as many as that needs, unless set:
@@ -88,8 +91,10 @@ const (
 	modeSchedule = "schedule"
 	modeTick     = "tick"
 	modeNet      = "net"
+	modeTickFix  = "tickfix" // only when asked for: tick, fixing the heap on every read
 )
 
+// allModes are the servers measured by default.
 var allModes = []string{modeSchedule, modeTick, modeNet}
 
 func main() {
@@ -181,7 +186,8 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.DurationVar(&c.Beat, "beat", 0, "interval between a client's bytes (default idle/5)")
 	fs.DurationVar(&c.Fall, "fall", 0, "window after the start in which silent clients stop (default 2 × idle)")
 	fs.DurationVar(&c.Grace, "grace", c.Grace, "wait after the last silent client's deadline before counting")
-	fs.StringVar(&servers, "servers", servers, "servers to measure, in order: "+strings.Join(allModes, ", "))
+	fs.StringVar(&servers, "servers", servers, "servers to measure, in order: "+strings.Join(allModes, ", ")+
+		"; also "+modeTickFix+", the OnTick heap fixed on every read")
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "measure the servers this many times, interleaved")
 	fs.IntVar(&c.PerProcess, "per-process", c.PerProcess, "connections per process at most, below the limit of open files per process")
 	fs.IntVar(&c.ServerProcs, "server-procs", 0, "server processes per server (default: as -per-process needs)")
@@ -201,8 +207,8 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	for _, m := range strings.Split(servers, ",") {
 		m = strings.TrimSpace(m)
 		switch {
-		case m != modeSchedule && m != modeTick && m != modeNet:
-			return c, fmt.Errorf("-servers: unknown server %q; want %s", m, strings.Join(allModes, ", "))
+		case m != modeSchedule && m != modeTick && m != modeNet && m != modeTickFix:
+			return c, fmt.Errorf("-servers: unknown server %q; want %s or %s", m, strings.Join(allModes, ", "), modeTickFix)
 		case seen[m]:
 			return c, fmt.Errorf("-servers: %q twice", m)
 		}

@@ -106,9 +106,9 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, time.Second, c.Beat, "idle/5")
 	assert.Equal(t, 10*time.Second, c.Fall, "2 × idle")
 
-	c, err = parseFlags([]string{"-servers", "net,schedule"}, &out)
+	c, err = parseFlags([]string{"-servers", "net,schedule,tickfix"}, &out)
 	require.NoError(t, err)
-	assert.Equal(t, []string{modeNet, modeSchedule}, c.Modes)
+	assert.Equal(t, []string{modeNet, modeSchedule, modeTickFix}, c.Modes)
 
 	for _, bad := range [][]string{
 		{"-conns", "0"}, {"-silent", "2"}, {"-idle", "0"}, {"-beat", "5s"}, {"-servers", "wheel"},

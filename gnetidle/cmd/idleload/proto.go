@@ -226,7 +226,7 @@ func runChild(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs := flag.NewFlagSet("idleload child", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	role := fs.String("role", "", "server or loader")
-	fs.StringVar(&sc.Mode, "mode", "", "server: "+modeSchedule+", "+modeTick+" or "+modeNet)
+	fs.StringVar(&sc.Mode, "mode", "", "server: "+modeSchedule+", "+modeTick+", "+modeNet+" or "+modeTickFix)
 	fs.StringVar(&sc.Listen, "listen", "127.0.0.1:0", "server: address to listen on")
 	fs.IntVar(&sc.Workers, "workers", 4, "server: go-schedule's pool size")
 	fs.IntVar(&sc.Loops, "loops", 0, "server: gnet event loops (0: one per CPU)")

@@ -19,6 +19,8 @@ func label(mode string) string {
 		return "gnet + OnTick heap"
 	case modeNet:
 		return "net + read deadline"
+	case modeTickFix:
+		return "gnet + OnTick heap, fixed per read"
 	}
 	return mode
 }

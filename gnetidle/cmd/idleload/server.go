@@ -110,8 +110,8 @@ func runServer(ctx context.Context, c serverConfig, out *emitter, cmds <-chan st
 			return err
 		}
 		srv = h
-	case modeTick:
-		h := newTickServer(c.Idle)
+	case modeTick, modeTickFix:
+		h := newTickServer(c.Idle, c.Mode == modeTickFix)
 		var err error
 		if h.srv, err = gnetutil.Serve(h, c.Listen, append(opts, gnet.WithTicker(true))...); err != nil {
 			return err

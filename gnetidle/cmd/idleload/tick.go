@@ -31,11 +31,16 @@ import (
 //     again and closes it there, or puts it back into the heap.
 //   - With nothing in the heap, OnTick sleeps one timeout: a connection
 //     that opens meanwhile expires no earlier than that.
+//
+// With fixOnRead (mode tickfix) it is written the plain way instead: each
+// read takes the mutex and moves the connection down the heap to its new
+// expiry, which is what the design costs without the trick above.
 type tickServer struct {
 	gnet.BuiltinEventEngine
-	srv   *gnetutil.Server
-	idle  int64     // the timeout, in nanoseconds
-	epoch time.Time // times are nanoseconds since epoch
+	srv       *gnetutil.Server
+	idle      int64     // the timeout, in nanoseconds
+	epoch     time.Time // times are nanoseconds since epoch
+	fixOnRead bool
 
 	mu   sync.Mutex
 	heap expiryHeap
@@ -60,8 +65,8 @@ type tickConn struct {
 	closed bool
 }
 
-func newTickServer(idle time.Duration) *tickServer {
-	return &tickServer{idle: int64(idle), epoch: time.Now()}
+func newTickServer(idle time.Duration, fixOnRead bool) *tickServer {
+	return &tickServer{idle: int64(idle), epoch: time.Now(), fixOnRead: fixOnRead}
 }
 
 func (s *tickServer) now() int64 { return int64(time.Since(s.epoch)) }
@@ -80,7 +85,17 @@ func (s *tickServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 }
 
 func (s *tickServer) OnTraffic(c gnet.Conn) gnet.Action {
-	c.Context().(*tickConn).lastRead.Store(s.now())
+	tc := c.Context().(*tickConn)
+	now := s.now()
+	tc.lastRead.Store(now)
+	if s.fixOnRead {
+		s.mu.Lock()
+		if tc.index >= 0 {
+			tc.expires = now + s.idle
+			heap.Fix(&s.heap, tc.index)
+		}
+		s.mu.Unlock()
+	}
 	_, _ = c.Discard(-1)
 	return gnet.None
 }
