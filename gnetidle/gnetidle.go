@@ -167,8 +167,8 @@ func (d *Detector) Len() int { return int(d.watched.Load()) }
 type Stats struct {
 	// Watched is the number of connections watched now, as Len returns.
 	Watched int
-	// Events counts the Events raised, by State.
-	Events [numStates]uint64
+	// Events counts the Events raised, indexed by State.
+	Events [AllIdle + 1]uint64
 	// Closed counts the connections closed because their Handler returned
 	// gnet.Close.
 	Closed uint64
