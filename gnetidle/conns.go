@@ -14,8 +14,12 @@ import (
 func (d *Detector) Opened(c gnet.Conn) error { return d.OpenedWith(c, d.def) }
 
 // OpenedWith is Opened with timeouts of c's own in place of the defaults.
-// It returns the errors of StartWith.
+// It returns the errors of StartWith, and ErrWatchUsed when c is watched
+// already.
 func (d *Detector) OpenedWith(c gnet.Conn, t Timeouts) error {
+	if d.lookup(c) != nil {
+		return ErrWatchUsed
+	}
 	w := new(Watch)
 	if err := d.StartWith(c, w, t); err != nil {
 		return err

@@ -545,6 +545,10 @@ func TestWatchMisuseIsRefused(t *testing.T) {
 			assert.ErrorIs(t, h.d.SetTimeouts(c, Timeouts{}), ErrNotWatched, "not opened by descriptor")
 			_, ok := h.d.Timeouts(c)
 			assert.False(t, ok)
+			byFd := &fakeConn{loop: c.loop, fd: 50, open: true}
+			require.NoError(t, h.d.Opened(byFd))
+			assert.ErrorIs(t, h.d.Opened(byFd), ErrWatchUsed, "opened twice")
+			h.d.Closed(byFd)
 
 			var zero Watch // methods of a Watch never started do nothing
 			zero.Read()

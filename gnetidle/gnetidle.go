@@ -108,8 +108,9 @@ var (
 	ErrNegativeTimeout = errors.New("gnetidle: negative timeout")
 	// ErrNilConn is returned when a nil connection is to be watched.
 	ErrNilConn = errors.New("gnetidle: nil connection")
-	// ErrWatchUsed is returned by Start for a Watch started before: a Watch
-	// serves one connection.
+	// ErrWatchUsed is returned by Start for a Watch started before (a
+	// Watch serves one connection), and by Opened for a connection watched
+	// already.
 	ErrWatchUsed = errors.New("gnetidle: watch already started")
 	// ErrNotWatched is returned by SetTimeouts for a connection that is not
 	// watched (never opened, already closed, or its watch failed to start).

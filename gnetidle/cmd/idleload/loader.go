@@ -65,6 +65,10 @@ type loaderResult struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
+// progressEvery is how often a load process reports its counts to the
+// parent, which prints them every second.
+const progressEvery = 500 * time.Millisecond
+
 // loader is a load process's state.
 type loader struct {
 	cfg    loaderConfig
@@ -137,7 +141,7 @@ func runLoader(ctx context.Context, c loaderConfig, out *emitter, cmds <-chan st
 	progressDone := make(chan struct{})
 	defer close(progressDone)
 	go func() {
-		t := time.NewTicker(500 * time.Millisecond)
+		t := time.NewTicker(progressEvery)
 		defer t.Stop()
 		for {
 			select {

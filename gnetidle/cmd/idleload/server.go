@@ -70,6 +70,10 @@ func (l *lateness) get() []int64 {
 	return append([]int64(nil), l.us...)
 }
 
+// sampleEvery is how often a server samples its open connections over the
+// window, for their average.
+const sampleEvery = 100 * time.Millisecond
+
 // idleServer is a server of one mode, seen by runServer.
 type idleServer interface {
 	// addr is the address it listens on.
@@ -164,7 +168,7 @@ func runServer(ctx context.Context, c serverConfig, out *emitter, cmds <-chan st
 				start, cpu0 = time.Now(), cpuTime()
 				go func() {
 					defer close(sampled)
-					t := time.NewTicker(100 * time.Millisecond)
+					t := time.NewTicker(sampleEvery)
 					defer t.Stop()
 					for {
 						connSum.Add(srv.open())
