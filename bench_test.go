@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/go-schedule/schedule"
+	"github.com/go-schedule/schedule/internal/schedtest"
 )
 
-// The in-package benchmarks put both benchStrategies side by side with the Go
+// The in-package benchmarks put both strategies side by side with the Go
 // runtime's own timers, measured in the same run:
 //
 //	go test -run '^$' -bench . -count 6 | tee new.txt && benchstat new.txt
@@ -28,11 +29,6 @@ var benchSizes = []struct {
 	n    int
 }{{"1k", 1_000}, {"100k", 100_000}, {"1M", 1_000_000}}
 
-var benchStrategies = []struct {
-	name     string
-	strategy schedule.CancelStrategy
-}{{"lazy", schedule.LazyCancel}, {"eager", schedule.EagerCancel}}
-
 // far returns a deadline an hour or so out, spread so that heap entries do
 // not all compare equal.
 func far(i int) time.Duration { return time.Hour + time.Duration(i%100_003)*time.Millisecond }
@@ -47,9 +43,9 @@ func (r *rng) intn(n int) int {
 	return int(uint64(*r) % uint64(n))
 }
 
-func newScheduler(b *testing.B, strategy schedule.CancelStrategy) *schedule.Scheduler {
+func newScheduler(b *testing.B, st schedtest.Strategy) *schedule.Scheduler {
 	b.Helper()
-	s, err := schedule.New(runtime.GOMAXPROCS(0), schedule.WithCancelStrategy(strategy))
+	s, err := st.New(runtime.GOMAXPROCS(0))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,9 +54,9 @@ func newScheduler(b *testing.B, strategy schedule.CancelStrategy) *schedule.Sche
 }
 
 // filled returns a scheduler holding n pending tasks and their IDs.
-func filled(b *testing.B, strategy schedule.CancelStrategy, n int) (*schedule.Scheduler, []schedule.TaskID) {
+func filled(b *testing.B, st schedtest.Strategy, n int) (*schedule.Scheduler, []schedule.TaskID) {
 	b.Helper()
-	s := newScheduler(b, strategy)
+	s := newScheduler(b, st)
 	ids := make([]schedule.TaskID, n)
 	for i := range ids {
 		id, err := s.ScheduleOne(nop, far(i))
@@ -89,13 +85,13 @@ func runtimeFilled(b *testing.B, n int) []*time.Timer {
 }
 
 // eachSize runs one sub-benchmark per pending size and implementation:
-// both benchStrategies, then the runtime's timers.
-func eachSize(b *testing.B, ours func(b *testing.B, strategy schedule.CancelStrategy, n int), theirs func(b *testing.B, n int)) {
+// both strategies, then the runtime's timers.
+func eachSize(b *testing.B, ours func(b *testing.B, st schedtest.Strategy, n int), theirs func(b *testing.B, n int)) {
 	for _, size := range benchSizes {
-		for _, st := range benchStrategies {
-			b.Run(fmt.Sprintf("pending=%s/%s", size.name, st.name), func(b *testing.B) {
+		for _, st := range schedtest.Strategies {
+			b.Run(fmt.Sprintf("pending=%s/%s", size.name, st.String()), func(b *testing.B) {
 				b.ReportAllocs()
-				ours(b, st.strategy, size.n)
+				ours(b, st, size.n)
 			})
 		}
 		b.Run(fmt.Sprintf("pending=%s/runtime", size.name), func(b *testing.B) {
@@ -108,8 +104,8 @@ func eachSize(b *testing.B, ours func(b *testing.B, strategy schedule.CancelStra
 // BenchmarkScheduleOne adds one-shot tasks to a scheduler that already holds
 // n; the runtime row is time.AfterFunc.
 func BenchmarkScheduleOne(b *testing.B) {
-	eachSize(b, func(b *testing.B, strategy schedule.CancelStrategy, n int) {
-		s, _ := filled(b, strategy, n)
+	eachSize(b, func(b *testing.B, st schedtest.Strategy, n int) {
+		s, _ := filled(b, st, n)
 		i := 0
 		for b.Loop() {
 			if _, err := s.ScheduleOne(nop, far(i)); err != nil {
@@ -136,8 +132,8 @@ func BenchmarkScheduleOne(b *testing.B) {
 // runtime row is Timer.Stop. Once all n are cancelled they are scheduled
 // again, outside the timer.
 func BenchmarkCancelTask(b *testing.B) {
-	eachSize(b, func(b *testing.B, strategy schedule.CancelStrategy, n int) {
-		s, ids := filled(b, strategy, n)
+	eachSize(b, func(b *testing.B, st schedtest.Strategy, n int) {
+		s, ids := filled(b, st, n)
 		r := rng(1)
 		next := len(ids)
 		for b.Loop() {
@@ -187,8 +183,8 @@ func shuffle[T any](r *rng, xs []T) {
 // one of n pending tasks. The runtime row is Timer.Reset on a random one of
 // n AfterFunc timers.
 func BenchmarkReset(b *testing.B) {
-	eachSize(b, func(b *testing.B, strategy schedule.CancelStrategy, n int) {
-		s, ids := filled(b, strategy, n)
+	eachSize(b, func(b *testing.B, st schedtest.Strategy, n int) {
+		s, ids := filled(b, st, n)
 		r := rng(1)
 		for b.Loop() {
 			i := r.intn(n)
@@ -209,8 +205,8 @@ func BenchmarkReset(b *testing.B) {
 // BenchmarkScheduleOneCancelTask adds a task and cancels it again, the
 // cancel+add form of a heartbeat; the runtime row is AfterFunc + Stop.
 func BenchmarkScheduleOneCancelTask(b *testing.B) {
-	eachSize(b, func(b *testing.B, strategy schedule.CancelStrategy, n int) {
-		s, _ := filled(b, strategy, n)
+	eachSize(b, func(b *testing.B, st schedtest.Strategy, n int) {
+		s, _ := filled(b, st, n)
 		i := 0
 		for b.Loop() {
 			id, err := s.ScheduleOne(nop, far(i))
@@ -235,10 +231,10 @@ func BenchmarkScheduleOneCancelTask(b *testing.B) {
 // row is AfterFunc(0), which starts a goroutine per timer.
 func BenchmarkFire(b *testing.B) {
 	const perBatch = 1000
-	for _, st := range benchStrategies {
-		b.Run(st.name, func(b *testing.B) {
+	for _, st := range schedtest.Strategies {
+		b.Run(st.String(), func(b *testing.B) {
 			b.ReportAllocs()
-			s := newScheduler(b, st.strategy)
+			s := newScheduler(b, st)
 			var wg sync.WaitGroup
 			done := wg.Done
 			for b.Loop() {
@@ -277,9 +273,9 @@ func BenchmarkFire(b *testing.B) {
 // against its deadline counted from the start of its round. The runtime
 // row is AfterFunc.
 func BenchmarkFireSparse(b *testing.B) {
-	for _, st := range benchStrategies {
-		b.Run(st.name, func(b *testing.B) {
-			s := newScheduler(b, st.strategy)
+	for _, st := range schedtest.Strategies {
+		b.Run(st.String(), func(b *testing.B) {
+			s := newScheduler(b, st)
 			fireSparse(b, func(d time.Duration, f func()) {
 				if _, err := s.ScheduleOne(f, d); err != nil {
 					b.Fatal(err)
@@ -343,12 +339,12 @@ func heapBytes() uint64 {
 // 1M pending, from an empty scheduler; the runtime row is AfterFunc timers.
 func BenchmarkMemoryPerTask(b *testing.B) {
 	const n = 1_000_000
-	for _, st := range benchStrategies {
-		b.Run(st.name, func(b *testing.B) {
+	for _, st := range schedtest.Strategies {
+		b.Run(st.String(), func(b *testing.B) {
 			var per float64
 			for b.Loop() {
 				before := heapBytes()
-				s, err := schedule.New(1, schedule.WithCancelStrategy(st.strategy))
+				s, err := st.New(1)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -392,13 +388,13 @@ func BenchmarkMemoryPerTask(b *testing.B) {
 func BenchmarkMemoryAfterHeartbeats(b *testing.B) {
 	const devices = 1_000_000
 	timeout := func(d int) time.Duration { return 30*time.Second + time.Duration(d%30_011)*time.Millisecond }
-	for _, st := range benchStrategies {
-		b.Run(st.name, func(b *testing.B) {
+	for _, st := range schedtest.Strategies {
+		b.Run(st.String(), func(b *testing.B) {
 			var per, ratio float64
 			ids := make([]schedule.TaskID, devices) // not counted
 			for b.Loop() {
 				before := heapBytes()
-				s, err := schedule.New(1, schedule.WithCancelStrategy(st.strategy))
+				s, err := st.New(1)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -412,8 +408,8 @@ func BenchmarkMemoryAfterHeartbeats(b *testing.B) {
 					ids[d], _ = s.ScheduleOne(nop, timeout(d))
 				}
 				s.Settle()
-				st := s.Stats()
-				ratio = float64(st.HeapEntries) / float64(st.Pending)
+				stats := s.Stats()
+				ratio = float64(stats.HeapEntries) / float64(stats.Pending)
 				per = float64(heapBytes()-before) / devices
 				s.Shutdown()
 			}

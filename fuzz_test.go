@@ -1,6 +1,10 @@
 package schedule_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/go-schedule/schedule/internal/schedtest"
+)
 
 // FuzzSchedulerMatchesModel decodes the input into a sequence of
 // operations (see decodeOps) and replays it against both cancel strategies
@@ -20,8 +24,8 @@ func FuzzSchedulerMatchesModel(f *testing.F) {
 	f.Add(dense)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ops := decodeOps(data)
-		for _, strategy := range bothStrategies {
-			runModel(t, strategy, workersFor(data), ops)
+		for _, st := range schedtest.Strategies {
+			runModel(t, st, workersFor(data), ops)
 			if t.Failed() {
 				return
 			}

@@ -32,6 +32,12 @@ type lazy struct {
 		n atomic.Int64
 		_ cacheLinePad
 	}
+	// What the last sharing of room was based on (owner only): the cancels
+	// counted and the heap's length then.
+	sharedAt struct {
+		cancels uint64
+		heap    int
+	}
 }
 
 // rebuildShare: tombstones may make up at most 1/rebuildShare of the heap,
@@ -79,14 +85,33 @@ func (l *lazy) tidy() {
 	}
 }
 
-func (l *lazy) beforeTrim() {
-	if l.tombstones() != 0 {
-		l.o.rebuild()
+// beforeTrim clears the heap of tombstones, which may name free slots,
+// before the slab gives chunks back. The rebuild costs O(n), so it is done
+// for the chunks only when they hold at least 1/trimShare as many slots as
+// the heap has entries; smaller chunks wait for the next rebuild that
+// tombstones call for anyway (tidy), or for more chunks to empty.
+func (l *lazy) beforeTrim() bool {
+	if l.tombstones() == 0 {
+		return true
 	}
+	if trimShare*l.o.slab.emptySlots() < l.o.heap.len() {
+		return false
+	}
+	l.o.rebuild()
+	return true
 }
 
+// beforeSleep shares out room among the shards. The shares stand until a
+// cancel uses one up, or the heap shrinks (a share sized for a larger heap
+// would let tombstones pass a fifth of it): with neither since the last
+// sharing, it leaves them, and the owner writes to no shard's cache line.
 func (l *lazy) beforeSleep() {
-	room := int64(l.o.heap.len())/rebuildShare - l.tombstones() + 1
+	cancels, n := l.counts.cancelled(), l.o.heap.len()
+	if cancels == l.sharedAt.cancels && n >= l.sharedAt.heap {
+		return
+	}
+	l.sharedAt.cancels, l.sharedAt.heap = cancels, n
+	room := int64(n)/rebuildShare - l.tombstones() + 1
 	share := max((room+shardCount-1)/shardCount, 1)
 	for i := range l.room {
 		l.room[i].n.Store(share)

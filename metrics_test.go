@@ -1,9 +1,6 @@
 package schedule_test
 
 import (
-	"bytes"
-	"log/slog"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -12,113 +9,154 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-schedule/schedule"
+	"github.com/go-schedule/schedule/internal/schedtest"
 )
 
-func TestWithLoggerReceivesPanicsOfJobsWithoutAHandler(t *testing.T) {
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
-	eachScheduler(t, 1, func(t *testing.T, s *schedule.Scheduler) {
-		id, err := s.ScheduleOne(func() { panic("boom") }, time.Second)
-		require.NoError(t, err)
-		advance(time.Second)
-		mu.Lock()
-		defer mu.Unlock()
-		out := buf.String()
-		buf.Reset()
-		assert.Contains(t, out, "level=ERROR")
-		assert.Contains(t, out, "task="+strconv.FormatUint(uint64(id), 10))
-		assert.Contains(t, out, "panic=boom")
-	}, schedule.WithLogger(logger))
+// Tests of Len, Stats and TakeMaxLateness: what each counter counts, and
+// the relations Stats documents between them.
+
+func TestLenCountsPendingTasksOnly(t *testing.T) {
+	schedtest.EachStrategy(t, 2, func(t *testing.T, s *schedule.Scheduler) {
+		a, _ := s.ScheduleOne(nop, time.Second)
+		_, _ = s.ScheduleOne(nop, 2*time.Second)
+		r, _ := s.Schedule(nop, time.Second)
+		assert.Equal(t, 3, s.Len())
+		s.CancelTask(a)
+		assert.Equal(t, 2, s.Len(), "cancelled tasks do not count, tombstone or not")
+		schedtest.Advance(5 * time.Second)
+		assert.Equal(t, 1, s.Len(), "a repeating task counts until cancelled")
+		s.CancelTask(r)
+		assert.Equal(t, 0, s.Len())
+	})
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+func TestStatsCountFiredCancelledAndHeapEntries(t *testing.T) {
+	schedtest.EachStrategy(t, 2, func(t *testing.T, s *schedule.Scheduler) {
+		var ids []schedule.TaskID
+		for i := range 100 {
+			id, err := s.ScheduleOne(nop, time.Duration(i+1)*time.Second)
+			require.NoError(t, err)
+			ids = append(ids, id)
+		}
+		// Adds due after the owner's timer wait in the inbox until something
+		// wakes it (inbox.go); Stats does. Once all are in the heap, each
+		// lazy cancel leaves a tombstone.
+		require.Equal(t, 100, settledStats(s).HeapEntries)
+		for _, id := range ids[50:60] {
+			require.True(t, s.CancelTask(id))
+		}
+		stats := settledStats(s)
+		assert.Equal(t, 90, stats.Pending)
+		assert.Equal(t, uint64(100), stats.Scheduled)
+		assert.Equal(t, uint64(10), stats.Cancelled)
+		// 10 tombstones in 100 entries is under the quarter that triggers a
+		// rebuild: lazy keeps them, eager removed them.
+		if schedule.CancelStrategyOf(s) == schedule.LazyCancel {
+			assert.Equal(t, 10, stats.Tombstones)
+			assert.Equal(t, 100, stats.HeapEntries)
+		} else {
+			assert.Zero(t, stats.Tombstones)
+			assert.Equal(t, 90, stats.HeapEntries)
+		}
+		schedtest.Advance(200 * time.Second)
+		stats = s.Stats()
+		assert.Equal(t, uint64(90), stats.Fired)
+		assert.Equal(t, 0, stats.HeapEntries)
+		assert.Equal(t, 0, stats.Tombstones, "tombstones go once they reach the top")
+		assert.Equal(t, 0, stats.Waiting)
+		assert.Equal(t, time.Duration(0), stats.MaxLateness, "fake time: every job starts on time")
+	})
 }
 
 func TestTakeMaxLatenessCoversOneIntervalEach(t *testing.T) {
-	eachScheduler(t, 1, func(t *testing.T, s *schedule.Scheduler) {
+	schedtest.EachStrategy(t, 1, func(t *testing.T, s *schedule.Scheduler) {
 		assert.Zero(t, s.TakeMaxLateness(), "nothing ran yet")
 		hold := make(chan struct{})
 		_, err := s.ScheduleOne(func() { <-hold }, time.Second-time.Millisecond) // first, and on time
 		require.NoError(t, err)
 		_, err = s.ScheduleOne(nop, time.Second) // waits 30 ms for the worker
 		require.NoError(t, err)
-		advance(time.Second + 30*time.Millisecond)
+		schedtest.Advance(time.Second + 30*time.Millisecond)
 		close(hold)
-		advance(time.Millisecond)
+		schedtest.Advance(time.Millisecond)
 		assert.Equal(t, 30*time.Millisecond, s.TakeMaxLateness())
 		assert.Zero(t, s.TakeMaxLateness(), "a new interval starts empty")
 
 		_, err = s.ScheduleOne(nop, time.Second)
 		require.NoError(t, err)
-		advance(time.Second)
+		schedtest.Advance(time.Second)
 		assert.Zero(t, s.TakeMaxLateness(), "on time")
 		assert.Equal(t, 30*time.Millisecond, s.Stats().MaxLateness, "the lifetime maximum stays")
 	})
 }
 
 func TestLatenessHistogramCountsEveryStart(t *testing.T) {
-	eachScheduler(t, 1, func(t *testing.T, s *schedule.Scheduler) {
+	schedtest.EachStrategy(t, 1, func(t *testing.T, s *schedule.Scheduler) {
 		hold := make(chan struct{})
 		_, err := s.ScheduleOne(func() { <-hold }, time.Second-time.Millisecond) // first, and on time
 		require.NoError(t, err)
 		_, err = s.ScheduleOne(nop, time.Second) // 50 ms late
 		require.NoError(t, err)
-		advance(time.Second + 50*time.Millisecond)
+		schedtest.Advance(time.Second + 50*time.Millisecond)
 		close(hold)
-		advance(time.Millisecond)
-		st := s.Stats()
+		schedtest.Advance(time.Millisecond)
+		stats := s.Stats()
 		var want [schedule.LatenessBuckets]uint64
 		want[0] = 1 // the first job, on time
 		want[3] = 1 // the second, in (10 ms, 100 ms]
-		assert.Equal(t, want, st.Lateness)
-		assert.Equal(t, uint64(2), st.Fired)
+		assert.Equal(t, want, stats.Lateness)
+		assert.Equal(t, uint64(2), stats.Fired)
 	})
 }
 
-// Snapshots taken while many goroutines schedule and cancel keep the
-// relations Stats documents.
+// The histogram's bounds are the ones LatenessBounds documents, in
+// increasing order, and a caller cannot change them.
+func TestLatenessBoundsAreTheDocumentedOnes(t *testing.T) {
+	want := [schedule.LatenessBuckets - 1]time.Duration{
+		100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond,
+		100 * time.Millisecond, time.Second, 10 * time.Second,
+	}
+	bounds := schedule.LatenessBounds()
+	assert.Equal(t, want, bounds)
+	bounds[0] = time.Hour
+	assert.Equal(t, want, schedule.LatenessBounds(), "the bounds are handed out by value")
+}
+
+// Snapshots taken in real time while many goroutines schedule and cancel,
+// and jobs fire, keep the relations Stats documents.
 func TestStatsSnapshotsStayConsistentUnderLoad(t *testing.T) {
-	s, err := schedule.New(2)
-	require.NoError(t, err)
-	defer s.Shutdown()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id, err := s.ScheduleOne(nop, time.Duration(i%3)*time.Millisecond)
-				if err != nil {
-					return
-				}
-				if (i+g)%2 == 0 {
-					s.CancelTask(id)
+	for _, st := range schedtest.Strategies {
+		t.Run(st.String(), func(t *testing.T) {
+			s := st.Start(t, 2)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						id, err := s.ScheduleOne(nop, time.Duration(i%3)*time.Millisecond)
+						if !assert.NoError(t, err) {
+							return
+						}
+						if (i+g)%2 == 0 {
+							s.CancelTask(id)
+						}
+					}
+				})
+			}
+			for range 20_000 {
+				stats := s.Stats()
+				if !assert.GreaterOrEqual(t, stats.Scheduled, uint64(stats.Pending)+stats.Cancelled+stats.Dropped, "%+v", stats) ||
+					!assert.GreaterOrEqual(t, stats.Fired, stats.Panics) {
+					break
 				}
 			}
-		}()
+			close(stop)
+			wg.Wait()
+		})
 	}
-	for range 20_000 {
-		st := s.Stats()
-		if !assert.GreaterOrEqual(t, st.Scheduled, uint64(st.Pending)+st.Cancelled+st.Dropped, "%+v", st) ||
-			!assert.GreaterOrEqual(t, st.Fired, st.Panics) {
-			break
-		}
-	}
-	close(stop)
-	wg.Wait()
 }

@@ -14,11 +14,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-schedule/schedule"
-	"github.com/go-schedule/schedule/eagercancel"
-	"github.com/go-schedule/schedule/lazycancel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-schedule/schedule"
+	"github.com/go-schedule/schedule/internal/schedtest"
 )
 
 // This file holds a reference model of the scheduler: a plain list of tasks
@@ -602,49 +602,35 @@ func (h *harness) checkCounters() bool {
 	return ok
 }
 
-// newForStrategy builds a scheduler through the strategy's own package.
-func newForStrategy(strategy schedule.CancelStrategy, workers int, opts ...schedule.Option) (*schedule.Scheduler, error) {
-	if strategy == schedule.EagerCancel {
-		return eagercancel.New(workers, opts...)
-	}
-	return lazycancel.New(workers, opts...)
-}
-
-var bothStrategies = []schedule.CancelStrategy{schedule.LazyCancel, schedule.EagerCancel}
-
 // runModel runs ops against a fresh scheduler and the model, in a bubble,
 // stopping at the first step where they disagree.
-func runModel(t *testing.T, strategy schedule.CancelStrategy, workers int, ops []modelOp) {
+func runModel(t *testing.T, st schedtest.Strategy, workers int, ops []modelOp) {
 	// A sequence takes milliseconds. One that hangs (a spinning or stuck
 	// scheduler keeps the bubble's fake clock from ever settling) crashes
 	// the test binary instead of waiting for -timeout, so that the fuzzer
 	// records the input.
 	watchdog := time.AfterFunc(modelWatchdog, func() {
 		panic(fmt.Sprintf("%v scheduler: sequence still running after %v, probably hung:\n%s",
-			strategy, modelWatchdog, describeOps(ops)))
+			st, modelWatchdog, describeOps(ops)))
 	})
 	defer watchdog.Stop()
 	synctest.Test(t, func(t *testing.T) {
 		h := &harness{t: t, workers: workers, start: time.Now(), seen: map[schedule.TaskID]bool{}}
-		s, err := newForStrategy(strategy, workers, schedule.WithPanicHandler(func(id schedule.TaskID, _ any) {
+		s := st.Start(t, workers, schedule.WithPanicHandler(func(id schedule.TaskID, _ any) {
 			h.mu.Lock()
 			h.panicked = append(h.panicked, id)
 			h.mu.Unlock()
 		}))
-		require.NoError(t, err)
-		require.Equal(t, strategy, schedule.CancelStrategyOf(s))
+		require.Equal(t, st.Kind, schedule.CancelStrategyOf(s))
 		h.s = s
-		t.Cleanup(func() {
-			assert.NoError(t, s.ShutdownContext(context.Background()))
-		})
 		for i, op := range ops {
 			if !h.step(op) {
-				t.Fatalf("%v scheduler departs from the model at step %d of:\n%s", strategy, i, describeOps(ops[:i+1]))
+				require.FailNowf(t, "departs from the model", "%v scheduler, at step %d of:\n%s", st, i, describeOps(ops[:i+1]))
 			}
 		}
 		// One more long step lets everything still due within a minute run.
 		if !h.advance(time.Minute) {
-			t.Fatalf("%v scheduler departs from the model after:\n%s", strategy, describeOps(ops))
+			require.FailNowf(t, "departs from the model", "%v scheduler, after:\n%s", st, describeOps(ops))
 		}
 	})
 }
@@ -688,13 +674,13 @@ func TestSchedulerMatchesModel(t *testing.T) {
 	if testing.Short() {
 		seeds = 10
 	}
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
+	for _, st := range schedtest.Strategies {
+		t.Run(st.String(), func(t *testing.T) {
 			for seed := range uint64(seeds) {
 				data := randomOps(seed, modelMaxOps)
-				runModel(t, strategy, workersFor(data), decodeOps(data))
+				runModel(t, st, workersFor(data), decodeOps(data))
 				if t.Failed() {
-					t.Fatalf("seed %d", seed)
+					require.FailNowf(t, "departs from the model", "seed %d", seed)
 				}
 			}
 		})
@@ -741,14 +727,14 @@ func TestModelScenarios(t *testing.T) {
 		{"shutdown drops pending tasks and refuses calls", cat(encodeOp(mScheduleOne, plain, 100), encodeOp(mSchedule, plain, 1), encodeOp(mShutdownOrTick, 0, 0), encodeOp(mScheduleOne, plain, 1), encodeOp(mCancel, 0, 0), encodeOp(mReset, 1, 1), encodeOp(mAdvance, 0, 999), encodeOp(mShutdownOrTick, 1, 0)), 0},
 		{"ids of finished tasks are dead", cat(encodeOp(mScheduleOne, asap, 0), encodeOp(mScheduleOne, plain, 0), encodeOp(mCancel, 0, 0), encodeOp(mReset, 0, 1), encodeOp(mScheduleOne, plain, 5), encodeOp(mCancel, 0, 0)), 0},
 	}
-	for _, strategy := range bothStrategies {
+	for _, st := range schedtest.Strategies {
 		for _, tc := range tests {
-			t.Run(strategy.String()+"/"+tc.name, func(t *testing.T) {
+			t.Run(st.String()+"/"+tc.name, func(t *testing.T) {
 				workers := tc.workers
 				if workers == 0 {
 					workers = 2
 				}
-				runModel(t, strategy, workers, decodeOps(tc.data))
+				runModel(t, st, workers, decodeOps(tc.data))
 			})
 		}
 	}

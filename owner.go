@@ -158,8 +158,7 @@ func (o *owner) work(now int64) {
 	o.runDue(now)
 	o.cancel.tidy()
 	o.flush()
-	if o.slab.wantsTrim() {
-		o.cancel.beforeTrim()
+	if o.slab.wantsTrim() && o.cancel.beforeTrim() {
 		o.slab.trim()
 	}
 	o.shrinkWhenQuiet(now)

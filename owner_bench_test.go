@@ -21,7 +21,7 @@ func BenchmarkOwner(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	// A random deadline in the hour after an hour from now.
 	delay := func() time.Duration { return time.Hour + time.Duration(r.Int64N(int64(time.Hour))) }
-	for _, strategy := range []CancelStrategy{LazyCancel, EagerCancel} {
+	for _, strategy := range cancelStrategies {
 		// setup returns a scheduler holding pending tasks, with their IDs
 		// and delays.
 		setup := func(b *testing.B) (*Scheduler, []TaskID, []time.Duration) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-schedule/schedule"
+	"github.com/go-schedule/schedule/internal/schedtest"
 )
 
 // The parallel benchmarks call the scheduler from 1, 2, 8 and 32
@@ -95,9 +95,9 @@ func maxWorkers() int { return goroutines(32) }
 func BenchmarkParallelScheduleOne(b *testing.B) {
 	warmUp(b)
 	for _, g := range parallelGoroutines {
-		for _, st := range benchStrategies {
-			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
-				s := newScheduler(b, st.strategy)
+		for _, st := range schedtest.Strategies {
+			b.Run(fmt.Sprintf("g=%d/%s", g, st.String()), func(b *testing.B) {
+				s := newScheduler(b, st)
 				runParallel(b, g, func(_, i int) {
 					if _, err := s.ScheduleOne(nop, far(i)); err != nil {
 						b.Error(err)
@@ -127,8 +127,8 @@ func BenchmarkParallelScheduleOne(b *testing.B) {
 // row after it (docs/scaling.md), and that row is the base of the growth
 // factors the parallel benchmarks are read for.
 func warmUp(b *testing.B) {
-	for _, st := range benchStrategies {
-		s, err := schedule.New(runtime.GOMAXPROCS(0), schedule.WithCancelStrategy(st.strategy))
+	for _, st := range schedtest.Strategies {
+		s, err := st.New(runtime.GOMAXPROCS(0))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -156,9 +156,9 @@ const warmUpTasks = 300_000
 // share of them; the runtime row is Timer.Reset.
 func BenchmarkParallelReset(b *testing.B) {
 	for _, g := range parallelGoroutines {
-		for _, st := range benchStrategies {
-			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
-				s, all := filled(b, st.strategy, rearmed)
+		for _, st := range schedtest.Strategies {
+			b.Run(fmt.Sprintf("g=%d/%s", g, st.String()), func(b *testing.B) {
+				s, all := filled(b, st, rearmed)
 				parts := shares(all, g)
 				runParallel(b, g, func(w, i int) {
 					ids := parts[w]
@@ -183,9 +183,9 @@ func BenchmarkParallelReset(b *testing.B) {
 // Stop+AfterFunc.
 func BenchmarkParallelCancelAdd(b *testing.B) {
 	for _, g := range parallelGoroutines {
-		for _, st := range benchStrategies {
-			b.Run(fmt.Sprintf("g=%d/%s", g, st.name), func(b *testing.B) {
-				s, all := filled(b, st.strategy, rearmed)
+		for _, st := range schedtest.Strategies {
+			b.Run(fmt.Sprintf("g=%d/%s", g, st.String()), func(b *testing.B) {
+				s, all := filled(b, st, rearmed)
 				parts := shares(all, g)
 				runParallel(b, g, func(w, i int) {
 					ids := parts[w]

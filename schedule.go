@@ -291,20 +291,24 @@ func (s *Scheduler) IsShutdown() bool { return s.inbox.closed.Load() }
 // Shutdown stops the scheduler. It is idempotent, safe to call
 // concurrently with any other method (Shutdown and ShutdownContext
 // included) and from inside a job, and returns without waiting for running
-// jobs. Once it returns, no job starts; pending tasks and due jobs that had
-// not started are dropped (counted in Stats.Dropped) and their jobs are no
-// longer referenced; ScheduleOne and Schedule return ErrShutdown, and
-// CancelTask and Reset return false. A pool created by New is released; one
-// given by WithPool is left alone.
+// jobs. Once it returns, no worker takes another job: pending tasks and due
+// jobs that no worker had taken are dropped (counted in Stats.Dropped) and
+// their jobs are no longer referenced; ScheduleOne and Schedule return
+// ErrShutdown, and CancelTask and Reset return false. Jobs that workers had
+// already taken run to their end, like jobs already running, and one taken
+// just as Shutdown is called may start just after it returns: to know that
+// no job runs any more, use ShutdownContext. A pool created by New is
+// released; one given by WithPool is left alone.
 func (s *Scheduler) Shutdown() { s.stop() }
 
 // ShutdownContext is Shutdown followed by a wait, until ctx is done, for
-// the jobs still running and, for a pool created by New, for all of its
-// goroutines to exit. It returns nil when they have and ctx.Err()
-// otherwise; the scheduler is shut down either way. It never waits for work
-// that is not the scheduler's: with WithPool, jobs of others running on the
-// pool do not hold it up. Called from inside a job it waits for that job
-// too, so it can only return ctx.Err() there.
+// the jobs still running or about to start and, for a pool created by New,
+// for all of its goroutines to exit. It returns nil when they have, and no
+// job starts afterwards; it returns ctx.Err() otherwise. The scheduler is
+// shut down either way. It never waits for work that is not the
+// scheduler's: with WithPool, jobs of others running on the pool do not
+// hold it up. Called from inside a job it waits for that job too, so it can
+// only return ctx.Err() there.
 func (s *Scheduler) ShutdownContext(ctx context.Context) error {
 	s.stop()
 	for _, done := range []<-chan struct{}{s.runs.q.idle, s.poolDone} {

@@ -360,6 +360,19 @@ const trimShare = 4
 // when the shard is trimmed, so that a spike's free list does not stay.
 const shrinkFreeList = 4096
 
+// emptySlots returns the number of slots in the chunks whose slots are
+// all free.
+func (sl *slab) emptySlots() int {
+	n := 0
+	for k := range sl.shards {
+		sh := &sl.shards[k]
+		sh.mu.Lock()
+		n += sh.empty
+		sh.mu.Unlock()
+	}
+	return n * chunkSize
+}
+
 // wantsTrim reports whether a shard has asked the owner to trim it.
 func (sl *slab) wantsTrim() bool { return sl.trimming.Load() != 0 }
 
@@ -367,7 +380,7 @@ func (sl *slab) wantsTrim() bool { return sl.trimming.Load() != 0 }
 // slots are all free but one, kept for the next adds, and lets go of most
 // of a free list that has shrunk. Only the owner calls it, and with lazy
 // cancel only on a heap without tombstones: a tombstone may name a free
-// slot, and must never reach a chunk given back (lazy.beforeTrim).
+// slot, and must never reach a chunk given back (canceller.beforeTrim).
 func (sl *slab) trim() {
 	for want := sl.trimming.Load(); want != 0; want &= want - 1 {
 		k := bits.TrailingZeros32(want)

@@ -1,20 +1,19 @@
 package schedule_test
 
 import (
-	"context"
 	"flag"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
-	"github.com/go-schedule/schedule"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-schedule/schedule"
+	"github.com/go-schedule/schedule/internal/schedtest"
 )
 
 // The soak runs bounded by default (100,000 devices for a few seconds;
@@ -52,23 +51,21 @@ func soakConfig() soakSize {
 // per live task with lazy cancel. Every ID handed out must be unique.
 func TestHeapStaysBoundedUnderHeartbeatChurn(t *testing.T) {
 	cfg := soakConfig()
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			soak(t, strategy, cfg)
+	for _, st := range schedtest.Strategies {
+		t.Run(st.String(), func(t *testing.T) {
+			soak(t, st, cfg)
 		})
 	}
 }
 
-func soak(t *testing.T, strategy schedule.CancelStrategy, cfg soakSize) {
-	s, err := newForStrategy(strategy, 4)
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, s.ShutdownContext(context.Background())) }()
+func soak(t *testing.T, st schedtest.Strategy, cfg soakSize) {
+	s := st.Start(t, 4)
+	var err error
 
 	// Device timeouts: mixed, and all far beyond the soak so that no device
 	// task fires; the churn is in the re-arming.
 	base := max(time.Hour, 4*cfg.duration)
 	timeouts := []time.Duration{base, 2 * base, 3 * base, 5 * base, 8 * base}
-	nop := func() {}
 
 	n := cfg.devices
 	ids := make([]schedule.TaskID, n)
@@ -148,13 +145,13 @@ func soak(t *testing.T, strategy schedule.CancelStrategy, cfg soakSize) {
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(until) {
-				st := s.Stats()
-				ratio := float64(st.HeapEntries) / float64(max(st.Pending, 1))
+				stats := s.Stats()
+				ratio := float64(stats.HeapEntries) / float64(max(stats.Pending, 1))
 				worstInFlight = max(worstInFlight, ratio)
-				if strategy == schedule.EagerCancel {
-					assert.Zero(t, st.Tombstones, "eager cancel leaves no tombstones")
+				if st.Kind == schedule.EagerCancel {
+					assert.Zero(t, stats.Tombstones, "eager cancel leaves no tombstones")
 				}
-				if !assert.LessOrEqual(t, ratio, 2.0, "phase %d: heap %d for %d live while re-arming", phase, st.HeapEntries, st.Pending) {
+				if !assert.LessOrEqual(t, ratio, 2.0, "phase %d: heap %d for %d live while re-arming", phase, stats.HeapEntries, stats.Pending) {
 					return
 				}
 				time.Sleep(2 * time.Millisecond)
@@ -176,127 +173,25 @@ func soak(t *testing.T, strategy schedule.CancelStrategy, cfg soakSize) {
 		}
 		s.Settle()
 		s.Settle()
-		st := s.Stats()
-		require.Equal(t, n, st.Pending, "phase %d: every device is pending", phase)
-		ratio := float64(st.HeapEntries) / float64(st.Pending)
+		stats := s.Stats()
+		require.Equal(t, n, stats.Pending, "phase %d: every device is pending", phase)
+		ratio := float64(stats.HeapEntries) / float64(stats.Pending)
 		worst = max(worst, ratio)
-		if strategy == schedule.EagerCancel {
-			assert.Equal(t, st.Pending, st.HeapEntries, "phase %d: eager heap holds exactly the live tasks", phase)
-			assert.Zero(t, st.Tombstones, "phase %d", phase)
+		if st.Kind == schedule.EagerCancel {
+			assert.Equal(t, stats.Pending, stats.HeapEntries, "phase %d: eager heap holds exactly the live tasks", phase)
+			assert.Zero(t, stats.Tombstones, "phase %d", phase)
 		} else {
-			assert.LessOrEqual(t, st.HeapEntries, st.Pending*5/4,
+			assert.LessOrEqual(t, stats.HeapEntries, stats.Pending*5/4,
 				"phase %d: lazy heap holds %.3f entries per live task", phase, ratio)
-			assert.Equal(t, st.Pending+st.Tombstones, st.HeapEntries, "phase %d", phase)
+			assert.Equal(t, stats.Pending+stats.Tombstones, stats.HeapEntries, "phase %d", phase)
 		}
 	}
 	t.Logf("%v: %d devices, %d operations in %v, worst heap/live %.3f settled, %.3f while re-arming",
-		strategy, n, ops.Load(), time.Since(start).Round(time.Millisecond), worst, worstInFlight)
+		st, n, ops.Load(), time.Since(start).Round(time.Millisecond), worst, worstInFlight)
 
 	var all []schedule.TaskID
 	for _, ids := range issued {
 		all = append(all, ids...)
 	}
 	assertUniqueIDs(t, all)
-}
-
-// assertUniqueIDs fails if any ID is 0 or appears twice.
-func assertUniqueIDs(t *testing.T, ids []schedule.TaskID) {
-	t.Helper()
-	slices.Sort(ids)
-	if len(ids) > 0 {
-		assert.NotZero(t, ids[0], "TaskID 0 handed out")
-	}
-	for k := 1; k < len(ids); k++ {
-		if ids[k] == ids[k-1] {
-			assert.Failf(t, "TaskID reused", "%#x handed out twice", ids[k])
-			return
-		}
-	}
-}
-
-// TestTaskIDsAreNeverReusedWhenSlotsAre churns one task at a time, so the
-// scheduler recycles the same storage over and over, and checks every ID it
-// hands out is new.
-func TestTaskIDsAreNeverReusedWhenSlotsAre(t *testing.T) {
-	n := 200_000
-	if testing.Short() {
-		n = 20_000
-	}
-	if *soakFull {
-		n = 5_000_000
-	}
-	for _, strategy := range bothStrategies {
-		t.Run(strategy.String(), func(t *testing.T) {
-			s, err := newForStrategy(strategy, 1)
-			require.NoError(t, err)
-			defer func() { assert.NoError(t, s.ShutdownContext(context.Background())) }()
-			ids := make([]schedule.TaskID, 0, n)
-			for i := range n {
-				id, err := s.ScheduleOne(func() {}, time.Hour)
-				require.NoError(t, err)
-				require.True(t, s.CancelTask(id))
-				ids = append(ids, id)
-				if i%1000 == 0 {
-					s.Settle() // let freed storage be reused
-				}
-			}
-			assertUniqueIDs(t, ids)
-		})
-	}
-}
-
-// TestLazyHeapStaysWithinAQuarterOverLive checks the lazy bound exactly, in
-// fake time, once the owner has seen every change: the heap holds at most
-// 1.25 entries per live task, however the tombstones came about.
-func TestLazyHeapStaysWithinAQuarterOverLive(t *testing.T) {
-	const live = 1000
-	tests := []struct {
-		name string
-		// make leaves live pending tasks and some tombstones behind.
-		make func(t *testing.T, s *schedule.Scheduler)
-	}{
-		{"deadlines moved earlier", func(t *testing.T, s *schedule.Scheduler) {
-			ids := scheduleMany(t, s, live)
-			for _, id := range ids[:330] {
-				require.True(t, s.Reset(id, 30*time.Minute))
-			}
-		}},
-		{"tasks cancelled", func(t *testing.T, s *schedule.Scheduler) {
-			ids := scheduleMany(t, s, live+300)
-			for _, id := range ids[:300] {
-				require.True(t, s.CancelTask(id))
-			}
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newBubbleScheduler(t, schedule.LazyCancel, 1)
-				tc.make(t, s)
-				synctest.Wait()
-				// One more request makes sure the owner has run a full
-				// iteration after the last change.
-				_, err := s.ScheduleOne(func() {}, 2*time.Hour)
-				require.NoError(t, err)
-				st := settledStats(s)
-				require.Equal(t, live+1, st.Pending)
-				assert.LessOrEqual(t, st.HeapEntries, st.Pending*5/4,
-					fmt.Sprintf("%d entries for %d live tasks (%d tombstones)", st.HeapEntries, st.Pending, st.Tombstones))
-			})
-		})
-	}
-}
-
-// scheduleMany schedules n one-shots an hour out and waits for the owner to
-// take them in, so that the tombstones made next are measured against a
-// full heap.
-func scheduleMany(t *testing.T, s *schedule.Scheduler, n int) []schedule.TaskID {
-	ids := make([]schedule.TaskID, n)
-	for i := range ids {
-		var err error
-		ids[i], err = s.ScheduleOne(func() {}, time.Hour)
-		require.NoError(t, err)
-	}
-	synctest.Wait()
-	return ids
 }

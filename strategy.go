@@ -57,11 +57,11 @@ type canceller interface {
 	// discarded counts a dead entry that left the heap, or the add of a
 	// task cancelled before its entry was pushed.
 	discarded()
-	// tidy runs once per loop iteration, beforeTrim before the slab gives
-	// chunks back (no entry may name a slot of such a chunk), and
-	// beforeSleep before the owner sleeps.
+	// tidy runs once per loop iteration, and beforeSleep before the owner
+	// sleeps. beforeTrim runs when the slab has chunks to give back, and
+	// reports whether it may now: no entry may name a slot of such a chunk.
 	tidy()
-	beforeTrim()
+	beforeTrim() bool
 	beforeSleep()
 }
 

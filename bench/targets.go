@@ -30,7 +30,7 @@ const (
 	fireCPURatio     = 1.0  // CPU per fired job, against time.AfterFunc's
 	fireP99Ratio     = 1.25 // p99 lateness, against time.AfterFunc's
 	burstFirstMs     = 2.0  // lateness of a burst's first job, ms
-	burstDrainRatio  = 0.3 // burst drain, against time.AfterFunc's
+	burstDrainRatio  = 0.3  // burst drain, against time.AfterFunc's
 	lazyEntriesMax   = 1.25
 	resetCPURatio    = 0.7  // CPU per Reset in any direction, against Timer.Reset's
 	spikeRetainedPct = 10.0 // memory retained after a spike, % of its peak

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-schedule/schedule"
 	"github.com/go-schedule/schedule/heartbeat"
+	"github.com/go-schedule/schedule/internal/schedtest"
 )
 
 // The benchmarks watch many keys with a Monitor and, beside it in the same
@@ -159,19 +159,33 @@ func fixtures[K comparable]() []fixture[K] {
 		}
 		return m
 	}}}
-	for _, st := range []schedule.CancelStrategy{schedule.LazyCancel, schedule.EagerCancel} {
-		fs = append(fs, fixture[K]{"monitor-" + st.String(), func(b *testing.B, keys []K) beater[K] {
-			s, err := schedule.New(runtime.GOMAXPROCS(0), schedule.WithCancelStrategy(st))
+	// Each strategy watches the keys with the Monitor's timeout and, in the
+	// -own rows, each with a timeout of its own (Watch), which a Beat finds
+	// in the same probe of the key index.
+	for _, c := range []struct {
+		st  schedtest.Strategy
+		own bool
+	}{{schedtest.Strategies[0], false}, {schedtest.Strategies[1], false}, {schedtest.Strategies[0], true}} {
+		st, name := c.st, "monitor-"+c.st.String()
+		if c.own {
+			name += "-own"
+		}
+		fs = append(fs, fixture[K]{name, func(b *testing.B, keys []K) beater[K] {
+			s, err := st.New(runtime.GOMAXPROCS(0))
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { shutdown(b, s) })
+			b.Cleanup(func() { schedtest.Shutdown(b, s) })
 			m, err := heartbeat.New(s, benchTimeout, func(K) {})
 			if err != nil {
 				b.Fatal(err)
 			}
 			for _, k := range keys {
-				if err := m.Beat(k); err != nil {
+				err := m.Beat(k)
+				if c.own {
+					err = m.Watch(k, 2*benchTimeout)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -53,16 +53,34 @@ type Monitor[K comparable] struct {
 	shards  [shardCount]shard[K]
 }
 
-// shard is one part of the key index; mu guards ids and own.
-//
-// ids holds the TaskID of every watched key's timeout task: a key is
-// watched exactly while it is in ids. own holds the timeout of the watched
-// keys that have one of their own (Watch); the others use the Monitor's.
+// shard is one part of the key index; mu guards it. A key is watched
+// exactly while it is in ids or in own, never both: ids holds the timeout
+// task of every key watched with the Monitor's timeout, own that task and
+// the timeout of every key watched with a timeout of its own (Watch), so
+// that finding a key and its timeout is one probe either way.
 type shard[K comparable] struct {
 	mu  sync.Mutex
-	ids index[K]
-	own map[K]time.Duration
+	ids index[K, schedule.TaskID]
+	own index[K, ownWatch]
 	_   [64]byte // keeps neighbouring shards' locks off one cache line
+}
+
+// ownWatch is the watch of a key with a timeout of its own.
+type ownWatch struct {
+	id      schedule.TaskID
+	timeout time.Duration
+}
+
+// watch returns key's timeout task and its timeout, and whether key is
+// watched. h is key's hash; sh.mu must be held.
+func (m *Monitor[K]) watch(sh *shard[K], h uint64, key K) (schedule.TaskID, time.Duration, bool) {
+	if id, ok := sh.ids.get(h, key); ok {
+		return id, m.timeout, true
+	}
+	if w, ok := sh.own.get(h, key); ok {
+		return w.id, w.timeout, true
+	}
+	return 0, 0, false
 }
 
 // New returns a Monitor that calls expired(key) when key has been watched
@@ -101,11 +119,11 @@ func (m *Monitor[K]) Beat(key K) error {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	timeout := m.timeout
-	if t, ok := sh.own[key]; ok {
-		timeout = t
+	id, timeout, ok := m.watch(sh, h, key)
+	if !ok {
+		timeout = m.timeout
 	}
-	return m.arm(sh, h, key, timeout)
+	return m.arm(sh, h, key, id, timeout, timeout)
 }
 
 // Refresh moves the deadline of a watched key to now plus its timeout, as
@@ -122,19 +140,13 @@ func (m *Monitor[K]) Refresh(key K) bool {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if _, ok := sh.ids.get(h, key); !ok {
-		return false
-	}
-	timeout := m.timeout
-	if t, ok := sh.own[key]; ok {
-		timeout = t
-	}
-	return m.arm(sh, h, key, timeout) == nil
+	id, timeout, ok := m.watch(sh, h, key)
+	return ok && m.arm(sh, h, key, id, timeout, timeout) == nil
 }
 
-// Watch is Beat with a timeout of key's own, which later Beats keep until
-// the watch ends (expired or forgotten). It returns ErrInvalidTimeout for a
-// timeout of zero or less.
+// Watch is Beat with a timeout of key's own, which later Beats and
+// Refreshes keep until the watch ends (expired or forgotten). It returns
+// ErrInvalidTimeout for a timeout of zero or less.
 func (m *Monitor[K]) Watch(key K, timeout time.Duration) error {
 	if timeout <= 0 {
 		return ErrInvalidTimeout
@@ -142,36 +154,43 @@ func (m *Monitor[K]) Watch(key K, timeout time.Duration) error {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if err := m.arm(sh, h, key, timeout); err != nil {
-		return err
+	id, was, _ := m.watch(sh, h, key)
+	return m.arm(sh, h, key, id, was, timeout)
+}
+
+// arm moves key's deadline to timeout from now. id and was are key's
+// current task and timeout (id 0: not watched); when the task is no longer
+// pending, or there is none, it starts a new one. It records key in ids or
+// in own, whichever timeout calls for. h is key's hash; sh.mu must be held.
+func (m *Monitor[K]) arm(sh *shard[K], h uint64, key K, id schedule.TaskID, was, timeout time.Duration) error {
+	if id != 0 && m.s.Reset(id, timeout) {
+		if was == timeout {
+			return nil // recorded as it is
+		}
+	} else {
+		// Not watched, or its deadline has passed and its expiry is on its
+		// way: that expiry will find another ID and do nothing.
+		var err error
+		if id, err = m.s.ScheduleOneWith(m.fire, key, timeout); err != nil {
+			m.unwatch(sh, h, key)
+			return err
+		}
 	}
 	if timeout == m.timeout {
-		delete(sh.own, key)
-		return nil
+		sh.own.delete(m.seed, h, key)
+		sh.ids.set(m.seed, h, key, id)
+	} else {
+		sh.ids.delete(m.seed, h, key)
+		sh.own.set(m.seed, h, key, ownWatch{id, timeout})
 	}
-	if sh.own == nil {
-		sh.own = make(map[K]time.Duration)
-	}
-	sh.own[key] = timeout
 	return nil
 }
 
-// arm moves key's deadline to timeout from now, starting a new watch when
-// key has none pending. h is key's hash; sh.mu must be held.
-func (m *Monitor[K]) arm(sh *shard[K], h uint64, key K, timeout time.Duration) error {
-	if id, ok := sh.ids.get(h, key); ok && m.s.Reset(id, timeout) {
-		return nil
+// unwatch ends key's watch. h is key's hash; sh.mu must be held.
+func (m *Monitor[K]) unwatch(sh *shard[K], h uint64, key K) {
+	if !sh.ids.delete(m.seed, h, key) {
+		sh.own.delete(m.seed, h, key)
 	}
-	// Not watched, or its deadline has passed and its expiry is on its way:
-	// that expiry will find another ID in ids and do nothing.
-	id, err := m.s.ScheduleOneWith(m.fire, key, timeout)
-	if err != nil {
-		sh.ids.delete(m.seed, h, key)
-		delete(sh.own, key)
-		return err
-	}
-	sh.ids.set(m.seed, h, key, id)
-	return nil
 }
 
 // onDeadline is the job of every timeout task: it ends key's watch and
@@ -180,12 +199,11 @@ func (m *Monitor[K]) onDeadline(id schedule.TaskID, arg any) {
 	key := arg.(K)
 	sh, h := m.shard(key)
 	sh.mu.Lock()
-	if cur, ok := sh.ids.get(h, key); !ok || cur != id {
+	if cur, _, ok := m.watch(sh, h, key); !ok || cur != id {
 		sh.mu.Unlock()
 		return
 	}
-	sh.ids.delete(m.seed, h, key)
-	delete(sh.own, key)
+	m.unwatch(sh, h, key)
 	sh.mu.Unlock()
 	m.expired(key)
 }
@@ -197,10 +215,9 @@ func (m *Monitor[K]) onDeadline(id schedule.TaskID, arg any) {
 func (m *Monitor[K]) Forget(key K) bool {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
-	id, ok := sh.ids.get(h, key)
+	id, _, ok := m.watch(sh, h, key)
 	if ok {
-		sh.ids.delete(m.seed, h, key)
-		delete(sh.own, key)
+		m.unwatch(sh, h, key)
 	}
 	sh.mu.Unlock()
 	if m.s.IsShutdown() {
@@ -222,7 +239,7 @@ func (m *Monitor[K]) Len() int {
 	for i := range m.shards {
 		sh := &m.shards[i]
 		sh.mu.Lock()
-		n += sh.ids.n
+		n += sh.ids.n + sh.own.n
 		sh.mu.Unlock()
 	}
 	return n

@@ -1,14 +1,12 @@
 package heartbeat
 
-import (
-	"hash/maphash"
+import "hash/maphash"
 
-	"github.com/go-schedule/schedule"
-)
-
-// index is one shard's key index: the timeout task of every watched key.
-// It is an open-addressing hash table with linear probing, and deletion by
-// backward shift, so it never holds tombstones. The shard's mu guards it.
+// index is a part of one shard's key index: what the Monitor knows of each
+// key it holds, a value V whose zero value marks an empty slot (V holds a
+// TaskID, which is never 0). It is an open-addressing hash table with
+// linear probing, and deletion by backward shift, so it never holds
+// tombstones. The shard's mu guards it.
 //
 // Why not a Go map: a map's slot for a uint64 key and a TaskID is 16 bytes
 // plus a control byte, and since a map doubles, and uniformly hashed keys
@@ -19,18 +17,18 @@ import (
 // watched key takes under four probes on average, in one or two cache lines.
 //
 // Invariants:
-//   - An empty slot has id 0, which no TaskID is. Every key between a key's
-//     home slot and the slot it sits in (cyclically) is occupied, so a probe
-//     from the home slot reaches it before an empty slot.
+//   - An empty slot holds the zero V, which no watch is. Every key between a
+//     key's home slot and the slot it sits in (cyclically) is occupied, so
+//     a probe from the home slot reaches it before an empty slot.
 //   - n is the number of occupied slots, and n ≤ 0.85·len(slots).
-type index[K comparable] struct {
-	slots []slot[K]
+type index[K, V comparable] struct {
+	slots []slot[K, V]
 	n     int
 }
 
-type slot[K comparable] struct {
+type slot[K, V comparable] struct {
 	key K
-	id  schedule.TaskID
+	val V
 }
 
 // Load factor bounds, in twentieths: grow past 17/20 (by half, to 17/30),
@@ -44,17 +42,18 @@ const (
 
 // home returns the slot a key with hash h probes first. It takes the high
 // half of h: the shard was chosen by its low bits.
-func (x *index[K]) home(h uint64) int {
+func (x *index[K, V]) home(h uint64) int {
 	return int((h >> 32) * uint64(len(x.slots)) >> 32)
 }
 
 // find returns the slot that holds key, or the empty slot where a probe
 // for it ends.
-func (x *index[K]) find(h uint64, key K) (i int, ok bool) {
+func (x *index[K, V]) find(h uint64, key K) (i int, ok bool) {
 	i = x.home(h)
 	for {
 		s := &x.slots[i]
-		if s.id == 0 {
+		var zero V
+		if s.val == zero {
 			return i, false
 		}
 		if s.key == key {
@@ -66,20 +65,21 @@ func (x *index[K]) find(h uint64, key K) (i int, ok bool) {
 	}
 }
 
-// get returns key's task.
-func (x *index[K]) get(h uint64, key K) (schedule.TaskID, bool) {
+// get returns what the index holds for key.
+func (x *index[K, V]) get(h uint64, key K) (V, bool) {
 	if x.n == 0 {
-		return 0, false
+		var zero V
+		return zero, false
 	}
 	i, ok := x.find(h, key)
-	return x.slots[i].id, ok
+	return x.slots[i].val, ok
 }
 
-// set records id, which is not 0, as key's task.
-func (x *index[K]) set(seed maphash.Seed, h uint64, key K, id schedule.TaskID) {
+// set records v, which is not the zero V, for key.
+func (x *index[K, V]) set(seed maphash.Seed, h uint64, key K, v V) {
 	if x.n > 0 {
 		if i, ok := x.find(h, key); ok {
-			x.slots[i].id = id
+			x.slots[i].val = v
 			return
 		}
 	}
@@ -87,12 +87,12 @@ func (x *index[K]) set(seed maphash.Seed, h uint64, key K, id schedule.TaskID) {
 		x.resize(seed, max(minSlots, len(x.slots)*3/2))
 	}
 	i, _ := x.find(h, key)
-	x.slots[i] = slot[K]{key, id}
+	x.slots[i] = slot[K, V]{key, v}
 	x.n++
 }
 
 // delete removes key, and reports whether it was there.
-func (x *index[K]) delete(seed maphash.Seed, h uint64, key K) bool {
+func (x *index[K, V]) delete(seed maphash.Seed, h uint64, key K) bool {
 	if x.n == 0 {
 		return false
 	}
@@ -102,11 +102,12 @@ func (x *index[K]) delete(seed maphash.Seed, h uint64, key K) bool {
 	}
 	// Backward shift: walk the run of occupied slots after the hole and
 	// move into the hole every key whose probe would otherwise cross it.
+	var zero V
 	for j := i; ; {
 		if j++; j == len(x.slots) {
 			j = 0
 		}
-		if x.slots[j].id == 0 {
+		if x.slots[j].val == zero {
 			break
 		}
 		k := x.home(maphash.Comparable(seed, x.slots[j].key))
@@ -117,7 +118,7 @@ func (x *index[K]) delete(seed maphash.Seed, h uint64, key K) bool {
 			i = j
 		}
 	}
-	x.slots[i] = slot[K]{}
+	x.slots[i] = slot[K, V]{}
 	x.n--
 	if len(x.slots) > minSlots && 20*x.n < shrinkUnder*len(x.slots) {
 		x.resize(seed, max(minSlots, x.n*5/3))
@@ -126,11 +127,12 @@ func (x *index[K]) delete(seed maphash.Seed, h uint64, key K) bool {
 }
 
 // resize moves every key into a table of size slots.
-func (x *index[K]) resize(seed maphash.Seed, size int) {
+func (x *index[K, V]) resize(seed maphash.Seed, size int) {
 	old := x.slots
-	x.slots = make([]slot[K], size)
+	x.slots = make([]slot[K, V], size)
+	var zero V
 	for _, s := range old {
-		if s.id != 0 {
+		if s.val != zero {
 			i, _ := x.find(maphash.Comparable(seed, s.key), s.key)
 			x.slots[i] = s
 		}

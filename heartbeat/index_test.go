@@ -33,7 +33,7 @@ func indexMatchesAMap[K comparable](t *testing.T, makeKey func(uint64) K) {
 		keyOf := func(i uint64) K { return all[i] }
 		seed := maphash.MakeSeed()
 		r := rand.New(rand.NewPCG(uint64(keys), 1))
-		var x index[K]
+		var x index[K, schedule.TaskID]
 		want := map[K]schedule.TaskID{}
 		h := func(k K) uint64 { return maphash.Comparable(seed, k) }
 		for step := range 20 * keys {

@@ -23,7 +23,6 @@
 package mqtt
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,8 +36,8 @@ import (
 const HookID = "go-schedule-keepalive"
 
 // defaultTimeout is the Monitor's own timeout: 1.5 times a Keep Alive of
-// 60 seconds. Every connection is watched with its own timeout (Watch);
-// those whose timeout equals this one cost no per-key timeout entry.
+// 60 seconds. Every connection is watched with its own timeout (Watch),
+// which the Monitor keeps beside the watch, so any timeout costs the same.
 const defaultTimeout = 90 * time.Second
 
 // Timeout returns how long a connection with the given Keep Alive (in
@@ -73,7 +72,10 @@ func Timeout(keepalive uint16) time.Duration {
 //     authentication, or whose CONNACK cannot be written, never reaches
 //     OnDisconnect, and a watch armed for it would never be removed.
 //   - OnPacketRead: every packet from a watched client, PINGREQ included,
-//     pushes its deadline out to now plus its timeout.
+//     pushes its deadline out to now plus its timeout (Monitor.Refresh).
+//     A packet never starts a watch, so the packets of a client with a
+//     Keep Alive of 0, the CONNECT read before authentication, and a
+//     packet handled after OnDisconnect cost a lookup and nothing more.
 //   - OnDisconnect: the watch ends.
 //
 // Watches are keyed by *mochi.Client, not by client ID: when a client ID
@@ -101,12 +103,6 @@ type KeepAlive struct {
 
 	mon *heartbeat.Monitor[*mochi.Client]
 	err error // from heartbeat.New; Init returns it
-
-	// unwatched holds the connected clients with a Keep Alive of 0, whose
-	// packets must not start a watch. n counts them, so that OnPacketRead
-	// skips the lookup while there are none.
-	unwatched sync.Map // *mochi.Client → struct{}
-	n         atomic.Int64
 
 	expired atomic.Uint64
 	warned  atomic.Bool // the shut-down scheduler has been logged
@@ -145,9 +141,7 @@ func (k *KeepAlive) Init(config any) error { return k.err }
 func (k *KeepAlive) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 	ka := cl.State.Keepalive // the client's Keep Alive, or the server's
 	if ka == 0 {
-		k.unwatched.Store(cl, struct{}{})
-		k.n.Add(1)
-		return
+		return // no timeout: never watched
 	}
 	if err := k.mon.Watch(cl, Timeout(ka)); err != nil {
 		// The scheduler is shut down: leave the client to mochi.
@@ -161,30 +155,17 @@ func (k *KeepAlive) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 	cl.State.Keepalive = 0
 }
 
-// OnPacketRead pushes out the deadline of a watched client. It returns pk
-// unchanged.
+// OnPacketRead pushes out the deadline of cl if it is watched, and does
+// nothing otherwise: a packet never starts a watch (see KeepAlive). It
+// returns pk unchanged.
 func (k *KeepAlive) OnPacketRead(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
-	if pk.FixedHeader.Type == packets.Connect {
-		// The CONNECT itself, read before the session is established (or,
-		// later, a protocol error that mochi disconnects for).
-		return pk, nil
-	}
-	if k.n.Load() > 0 {
-		if _, ok := k.unwatched.Load(cl); ok {
-			return pk, nil
-		}
-	}
-	_ = k.mon.Beat(cl) // fails only once the scheduler is shut down
+	k.mon.Refresh(cl) // false when cl is not watched, and once the scheduler is shut down
 	return pk, nil
 }
 
-// OnDisconnect ends the watch of cl.
+// OnDisconnect ends the watch of cl, if it has one.
 func (k *KeepAlive) OnDisconnect(cl *mochi.Client, err error, expire bool) {
-	if !k.mon.Forget(cl) {
-		if _, ok := k.unwatched.LoadAndDelete(cl); ok {
-			k.n.Add(-1)
-		}
-	}
+	k.mon.Forget(cl)
 }
 
 // expire is the Monitor's expired function: cl sent nothing for its

@@ -2,6 +2,7 @@ package mqtt_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"github.com/go-schedule/schedule/mqtt/internal/wire"
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -304,6 +307,45 @@ func TestEveryPacketIsActivity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestManyDistinctKeepAlivesAreEachEnforced: the hook gives the first few
+// distinct Keep Alives a Monitor each and watches clients with any other
+// in a shared one. Clients in the shared Monitor are timed out by their
+// own Keep Alive, a packet of theirs, which the other Monitors are asked
+// about first, still counts, and their disconnection ends their watch.
+func TestManyDistinctKeepAlivesAreEachEnforced(t *testing.T) {
+	b := startBroker(t, brokerOptions{})
+	var long []*wire.Conn
+	for i := range 5 { // one more than the Monitors of single timeouts
+		ka := uint16(60 + i)
+		long = append(long, b.dial(wire.Options{ClientID: fmt.Sprintf("ka-%d", ka), KeepAlive: ka}))
+	}
+	active := b.dial(wire.Options{ClientID: "active", KeepAlive: keepAlive})
+	silent := b.dial(wire.Options{ClientID: "silent", KeepAlive: keepAlive, WillTopic: "will/silent"})
+	silentSince := time.Now()
+	waitLen(t, b.ka, 7)
+	require.Zero(t, b.ka.Expired(), "expiries before any timeout")
+
+	go func() { // keep active busy for three timeouts
+		for end := time.Now().Add(3 * timeout); time.Now().Before(end); time.Sleep(timeout / 5) {
+			if active.Ping() != nil {
+				return
+			}
+		}
+	}()
+	waitClosed(t, silent, patience)
+	assert.GreaterOrEqual(t, time.Since(silentSince), timeout, "the silent client was cut before its timeout")
+	assert.Equal(t, []string{"will/silent"}, b.waitWills(1, patience))
+	time.Sleep(3*timeout - time.Since(silentSince))
+	roundTrip(t, active, patience) // still connected
+	assert.Equal(t, uint64(1), b.ka.Expired(), "only the silent client expired")
+
+	for _, c := range long {
+		c.Close()
+	}
+	active.Close()
+	waitLen(t, b.ka, 0)
 }
 
 // TestKeepAliveZeroIsNotWatched: a Keep Alive of 0 means no timeout. Such

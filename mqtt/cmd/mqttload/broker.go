@@ -7,7 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,9 +25,12 @@ import (
 
 // brokerConfig is one broker process's.
 type brokerConfig struct {
-	Mode    string // modeSchedule or modeMochi
+	Mode    string // modeSchedule, modeMochi or modeBoth
 	Workers int
 	Listen  string
+	// CPUProfile, if not empty, is the file the broker writes a CPU profile
+	// of the measured window to.
+	CPUProfile string
 }
 
 // brokerResult is what a broker reports at the end of the window.
@@ -50,6 +56,18 @@ type brokerResult struct {
 	KeepAliveDisconnects int64 `json:"keepalive_disconnects"`
 	// Clients still watched by the hook (go-schedule only).
 	Watched int `json:"watched"`
+	// Packets the broker read over the window, and garbage collections.
+	Packets int64  `json:"packets"`
+	GCs     uint32 `json:"gcs"`
+	// Context switches of the process's threads over the window.
+	Switches int64 `json:"switches"`
+	// Wake-ups of the scheduler's owner goroutine over the window, and
+	// jobs it started (go-schedule only; see schedule.Stats).
+	Wakeups uint64 `json:"wakeups"`
+	Fired   uint64 `json:"fired"`
+	// The largest delay over the window between a job's deadline and its
+	// start on the scheduler's pool (go-schedule only).
+	MaxJobLateness time.Duration `json:"max_job_lateness"`
 }
 
 // disconnects is a hook that counts keep-alive disconnects, for either
@@ -73,10 +91,23 @@ func (d *disconnects) OnDisconnect(cl *mochi.Client, err error, expire bool) {
 	}
 }
 
+// deadlineBack is a hook that, added after the keep-alive hook, turns
+// mochi's own read deadline back on, for modeBoth: it restores the Keep
+// Alive of the CONNECT, which the keep-alive hook has set to 0.
+type deadlineBack struct{ mochi.HookBase }
+
+func (*deadlineBack) ID() string { return "mqttload-deadline-back" }
+
+func (*deadlineBack) Provides(b byte) bool { return b == mochi.OnSessionEstablished }
+
+func (*deadlineBack) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
+	cl.State.Keepalive = pk.Connect.Keepalive
+}
+
 // runBroker runs one broker process: a mochi broker with either
 // keep-alive, until the end of its standard input.
 func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan string) error {
-	if c.Mode != modeSchedule && c.Mode != modeMochi {
+	if c.Mode != modeSchedule && c.Mode != modeMochi && c.Mode != modeBoth {
 		return fmt.Errorf("unknown mode %q", c.Mode)
 	}
 	var sched *schedule.Scheduler
@@ -92,7 +123,7 @@ func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan st
 	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
 		return err
 	}
-	if c.Mode == modeSchedule {
+	if c.Mode == modeSchedule || c.Mode == modeBoth {
 		var err error
 		if sched, err = schedule.New(c.Workers); err != nil {
 			return err
@@ -100,6 +131,11 @@ func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan st
 		defer sched.Shutdown()
 		ka = mqtt.NewKeepAlive(sched)
 		if err := srv.AddHook(ka, nil); err != nil {
+			return err
+		}
+	}
+	if c.Mode == modeBoth {
+		if err := srv.AddHook(new(deadlineBack), nil); err != nil {
 			return err
 		}
 	}
@@ -131,6 +167,20 @@ func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan st
 	var res brokerResult
 	var start time.Time
 	var cpu0 time.Duration
+	var packets0, switches0 int64
+	var gc0 uint32
+	var sched0 schedule.Stats
+	var profile *os.File
+	stopProfile := func() error {
+		if profile == nil {
+			return nil
+		}
+		pprof.StopCPUProfile()
+		err := profile.Close()
+		profile = nil
+		return err
+	}
+	defer stopProfile()
 	var connSum, connSamples atomic.Int64
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
@@ -154,7 +204,17 @@ func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan st
 				res.RSSDelta = m.rss - base.rss
 				res.HeapDelta = m.heap - base.heap
 				res.Goroutines = m.goroutines - base.goroutines
-				start, cpu0 = time.Now(), cpuTime()
+				if c.CPUProfile != "" {
+					if profile, err = startProfile(c.CPUProfile); err != nil {
+						return err
+					}
+				}
+				packets0, gc0 = atomic.LoadInt64(&srv.Info.PacketsReceived), m.gcs
+				if sched != nil {
+					sched0 = sched.Stats()
+					sched.TakeMaxLateness()
+				}
+				start, cpu0, switches0 = time.Now(), cpuTime(), contextSwitches()
 				go func() {
 					defer close(sampled)
 					t := time.NewTicker(100 * time.Millisecond)
@@ -171,7 +231,20 @@ func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan st
 				}()
 			case cmdReport:
 				res.CPU = cpuTime() - cpu0
+				res.Switches = contextSwitches() - switches0
 				res.Window = time.Since(start)
+				if err := stopProfile(); err != nil {
+					return err
+				}
+				res.Packets = atomic.LoadInt64(&srv.Info.PacketsReceived) - packets0
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				res.GCs = ms.NumGC - gc0
+				if sched != nil {
+					st := sched.Stats()
+					res.Wakeups, res.Fired = st.Wakeups-sched0.Wakeups, st.Fired-sched0.Fired
+					res.MaxJobLateness = sched.TakeMaxLateness()
+				}
 				if n := connSamples.Load(); n > 0 {
 					res.AvgConns = float64(connSum.Load()) / float64(n)
 				}
@@ -200,9 +273,27 @@ func closeBroker(srv *mochi.Server) error {
 	return srv.Close()
 }
 
+// startProfile starts a CPU profile written to path, creating its
+// directory if need be.
+func startProfile(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // memory is a sample of the process's memory use.
 type memory struct {
 	rss, heap, goroutines int64
+	gcs                   uint32 // collections so far
 }
 
 // sampleMemory collects garbage, then samples.
@@ -214,5 +305,6 @@ func sampleMemory() memory {
 		rss:        residentSet(int64(ms.Sys)),
 		heap:       int64(ms.HeapAlloc + ms.StackInuse),
 		goroutines: int64(runtime.NumGoroutine()),
+		gcs:        ms.NumGC,
 	}
 }

@@ -32,7 +32,10 @@
 //	-keepalive s     Keep Alive of every client, in seconds (default 4)
 //	-fall d          window after the start in which silent clients fall silent (default 2 × keep-alive)
 //	-grace d         wait after the last silent client's deadline before counting (default 2s)
-//	-mode m          both (default), go-schedule or mochi
+//	-mode m          both (default: go-schedule, then mochi), go-schedule, mochi,
+//	                 or several in the order given: mochi,go-schedule; the mode
+//	                 go-schedule+deadline is a diagnostic, the hook with mochi's
+//	                 deadline left on as well
 //	-per-process n   connections per process at most (default 15000); brokers and
 //	                 load processes are as many as that needs, unless set:
 //	-brokers n       broker processes (gateway shards)
@@ -40,6 +43,14 @@
 //	-dialers n       connections each load process opens at once (default 64)
 //	-workers n       go-schedule's pool size in each broker (default 4)
 //	-seed n          seed for the choice of the silent moments (default 1)
+//	-together        run the keep-alives at the same time rather than one after
+//	                 the other: each on brokers and load processes of its own,
+//	                 with their windows started together, so that load from
+//	                 elsewhere on the machine falls on both alike (it takes
+//	                 twice the processes, and the machine must have room for
+//	                 both)
+//	-cpuprofile dir  write a CPU profile of each broker process over the
+//	                 window to dir/MODE-broker-N.pprof (for go tool pprof)
 //
 // A process may hold only so many open files (20,000 on the machine the
 // figures in docs/mqtt.md come from), hence the processes: by default one
@@ -64,6 +75,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -80,6 +92,10 @@ const (
 const (
 	modeSchedule = "go-schedule"
 	modeMochi    = "mochi"
+	// modeBoth is a diagnostic: the hook, with mochi's deadline left on as
+	// well, so that it measures what the hook costs on top of mochi's own
+	// keep-alive, the broker's runtime timers being the same.
+	modeBoth = "go-schedule+deadline"
 )
 
 func main() {
@@ -132,6 +148,8 @@ type config struct {
 	Dialers    int
 	Workers    int
 	Seed       uint64
+	CPUProfile string // directory for the brokers' CPU profiles, or ""
+	Together   bool   // run the modes at the same time
 }
 
 // silentCount is the number of clients that fall silent.
@@ -163,26 +181,30 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.IntVar(&c.KeepAlive, "keepalive", c.KeepAlive, "Keep Alive of every client, in `seconds` (mochi's own keep-alive\nrounds 1.5 × an odd Keep Alive down to whole seconds, and so disconnects early)")
 	fs.DurationVar(&c.Fall, "fall", 0, "window after the start in which silent clients fall silent (default 2 × keep-alive)")
 	fs.DurationVar(&c.Grace, "grace", c.Grace, "wait after the last silent client's deadline before counting")
-	fs.StringVar(&mode, "mode", mode, "keep-alive to measure: both, go-schedule or mochi")
+	fs.StringVar(&mode, "mode", mode, "keep-alive to measure: both (go-schedule, then mochi), go-schedule, mochi,\nor several in the order given (mochi,go-schedule); go-schedule+deadline, a diagnostic,\nis the hook with mochi's deadline left on as well")
 	fs.IntVar(&c.PerProcess, "per-process", c.PerProcess, "connections per process at most, below the system's limit of open files per process")
 	fs.IntVar(&c.Brokers, "brokers", 0, "broker processes, each a gateway shard (default: as -per-process needs)")
 	fs.IntVar(&c.Loaders, "loaders", 0, "load processes (default: as -per-process needs)")
 	fs.IntVar(&c.Dialers, "dialers", c.Dialers, "connections each load process opens at once")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "go-schedule's pool size in each broker")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for the choice of the silent moments")
+	fs.BoolVar(&c.Together, "together", false, "run the keep-alives at the same time, each on its own brokers and load processes,\nwith their windows started together, so that they share the machine's load")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of each broker process over the window to `dir`/MODE-broker-N.pprof")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	switch mode {
-	case "both":
-		c.Modes = []string{modeSchedule, modeMochi}
-	case modeSchedule, modeMochi:
-		c.Modes = []string{mode}
-	default:
-		return c, fmt.Errorf("-mode %q: want both, %s or %s", mode, modeSchedule, modeMochi)
+	if mode == "both" {
+		mode = modeSchedule + "," + modeMochi
+	}
+	c.Modes = nil
+	for _, m := range strings.Split(mode, ",") {
+		if m != modeSchedule && m != modeMochi && m != modeBoth || slices.Contains(c.Modes, m) {
+			return c, fmt.Errorf("-mode %q: want both, %s, %s, %s, or several separated by commas", mode, modeSchedule, modeMochi, modeBoth)
+		}
+		c.Modes = append(c.Modes, m)
 	}
 	if c.Fall == 0 {
 		c.Fall = 2 * time.Duration(c.KeepAlive) * time.Second

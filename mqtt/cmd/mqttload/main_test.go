@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -52,6 +54,24 @@ func TestLoadCI(t *testing.T) {
 	}
 }
 
+// TestLoadTogether runs both keep-alives at once (-together), mochi's
+// listed first: every count must be exact for both, and the report must
+// list them in the order given, with the ratio line.
+func TestLoadTogether(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-clients", "100", "-silent", "0.25", "-keepalive", "2",
+		"-fall", "1s", "-grace", "1500ms", "-dialers", "16", "-together", "-mode", "mochi,go-schedule"}, &stdout, &stderr)
+	t.Logf("report:\n%s", stdout.String())
+	require.Equal(t, exitPass, code, "exit status; standard error:\n%s", stderr.String())
+	out := stdout.String()
+	mochiAt, hookAt := strings.Index(out, "mochi deadline"), strings.Index(out, "go-schedule hook")
+	require.True(t, mochiAt >= 0 && hookAt >= 0, "the report lacks a keep-alive")
+	assert.Less(t, mochiAt, hookAt, "the columns are not in the order of -mode")
+	assert.NotContains(t, out, "WRONG")
+	assert.Contains(t, out, "go-schedule hook / mochi deadline: broker CPU per connection")
+	assert.Contains(t, stderr.String(), "waiting for the other keep-alive")
+}
+
 // TestWrongCountsFail: the exit status depends on the counts; each one
 // that is off makes the run fail.
 func TestWrongCountsFail(t *testing.T) {
@@ -93,8 +113,16 @@ func TestFlags(t *testing.T) {
 	if c.Brokers != 7 || c.Loaders != 7 || c.silentCount() != 10000 || len(c.Modes) != 2 {
 		t.Errorf("100,000 clients: %d brokers, %d loaders, %d silent, modes %v", c.Brokers, c.Loaders, c.silentCount(), c.Modes)
 	}
+	c, err = parseFlags([]string{"-mode", "mochi,go-schedule"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Modes) != 2 || c.Modes[0] != modeMochi || c.Modes[1] != modeSchedule {
+		t.Errorf("-mode mochi,go-schedule: modes %v, want mochi first", c.Modes)
+	}
 	for _, bad := range [][]string{
 		{"-clients", "0"}, {"-silent", "2"}, {"-keepalive", "0"}, {"-mode", "wheel"},
+		{"-mode", "mochi,mochi"}, {"-mode", "mochi,"},
 		{"-clients", "100000", "-brokers", "2"}, {"stray"},
 	} {
 		if _, err := parseFlags(bad, &out); err == nil {

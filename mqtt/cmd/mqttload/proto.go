@@ -189,6 +189,7 @@ func runChild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&bc.Mode, "mode", "", "broker: keep-alive, go-schedule or mochi")
 	fs.IntVar(&bc.Workers, "workers", 4, "broker: go-schedule pool size")
 	fs.StringVar(&bc.Listen, "listen", "127.0.0.1:0", "broker: address to listen on")
+	fs.StringVar(&bc.CPUProfile, "cpuprofile", "", "broker: file to write a CPU profile of the window to")
 	fs.IntVar(&lc.Index, "index", 0, "loader: index of this load process")
 	fs.Func("broker", "loader: a broker address (repeated)", func(s string) error {
 		lc.Brokers = append(lc.Brokers, s)

@@ -18,8 +18,11 @@ type report struct {
 
 // modeLabel names a mode in the report.
 func modeLabel(mode string) string {
-	if mode == modeSchedule {
+	switch mode {
+	case modeSchedule:
 		return "go-schedule hook"
+	case modeBoth:
+		return "hook + mochi deadline"
 	}
 	return "mochi deadline"
 }
@@ -43,6 +46,9 @@ type totals struct {
 	rss, heap, goroutines                          int64
 	cpu                                            time.Duration
 	window                                         time.Duration
+	packets, gcs, switches                         int64
+	wakeups, fired                                 uint64
+	maxJobLateness                                 time.Duration
 	errors                                         []string
 }
 
@@ -66,6 +72,12 @@ func (m modeResult) totals() totals {
 		t.goroutines += b.Goroutines
 		t.cpu += b.CPU
 		t.window = max(t.window, b.Window)
+		t.packets += b.Packets
+		t.gcs += int64(b.GCs)
+		t.switches += b.Switches
+		t.wakeups += b.Wakeups
+		t.fired += b.Fired
+		t.maxJobLateness = max(t.maxJobLateness, b.MaxJobLateness)
 	}
 	return t
 }
@@ -176,6 +188,37 @@ func (r *report) write(w io.Writer) {
 		}
 		return strconv.FormatFloat(100*t.cpu.Seconds()/t.window.Seconds(), 'f', 1, 64) + "% of a core"
 	})...)
+	row("packets read by the brokers per second", each(func(_ modeResult, t totals) string {
+		if t.window == 0 {
+			return "-"
+		}
+		return commas(int64(float64(t.packets)/t.window.Seconds() + 0.5))
+	})...)
+	row("broker CPU per packet read", each(func(_ modeResult, t totals) string {
+		if t.packets == 0 || t.cpu == 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(float64(t.cpu.Nanoseconds())/1e3/float64(t.packets), 'f', 2, 64) + " µs"
+	})...)
+	row("broker context switches per packet read", each(func(_ modeResult, t totals) string {
+		if t.packets == 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(float64(t.switches)/float64(t.packets), 'f', 2, 64)
+	})...)
+	row("garbage collections in the window, all brokers", each(func(_ modeResult, t totals) string { return commas(t.gcs) })...)
+	row("scheduler wake-ups per second / jobs run, all brokers", each(func(m modeResult, t totals) string {
+		if m.Mode == modeMochi || t.window == 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(float64(t.wakeups)/t.window.Seconds(), 'f', 1, 64) + " / " + commas(int64(t.fired))
+	})...)
+	row("largest lateness of a scheduler job start", each(func(m modeResult, t totals) string {
+		if m.Mode == modeMochi {
+			return "-"
+		}
+		return lateness([]int64{t.maxJobLateness.Microseconds()}, 1)
+	})...)
 	row("connections at the window's start", each(func(_ modeResult, t totals) string { return commas(t.conns) })...)
 	row("CPU time, brokers / load processes, whole run", each(func(m modeResult, _ totals) string {
 		return m.BrokerCPU.Round(10*time.Millisecond).String() + " / " + m.LoaderCPU.Round(10*time.Millisecond).String()
@@ -184,6 +227,12 @@ func (r *report) write(w io.Writer) {
 		return mib(m.BrokerPeak) + " / " + mib(m.LoaderPeak)
 	})...)
 	tw.Flush()
+	if rs := r.ratios(); len(rs) > 0 {
+		fmt.Fprintln(w)
+		for _, r := range rs {
+			fmt.Fprintf(w, "%s / %s: broker CPU per connection %s, detection lateness p99 %s\n", r.mode, modeLabel(modeMochi), r.cpu, r.p99)
+		}
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "lateness: from a silent client's last packet + 1.5 × keep-alive to the end of its connection, seen by the client")
 	fmt.Fprintln(w, "memory: at the window's start, after a collection, less the same before any client connected")
@@ -193,6 +242,52 @@ func (r *report) write(w io.Writer) {
 			fmt.Fprintf(w, "%s, first errors:\n  %s\n", modeLabel(m.Mode), strings.Join(ts[i].errors, "\n  "))
 		}
 	}
+}
+
+// ratio is one mode's figures over mochi's deadline's, in the same run,
+// formatted.
+type ratio struct{ mode, cpu, p99 string }
+
+// ratios returns the ratios of every mode to mochi's deadline, when the
+// run measured it.
+func (r *report) ratios() []ratio {
+	var own *totals
+	for _, m := range r.modes {
+		if m.Mode == modeMochi {
+			t := m.totals()
+			own = &t
+		}
+	}
+	if own == nil {
+		return nil
+	}
+	div := func(a, b float64) string {
+		if b <= 0 || a < 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(a/b, 'f', 2, 64) + "×"
+	}
+	perConnCPU := func(t *totals) float64 {
+		if t.avgConns == 0 || t.window == 0 {
+			return 0
+		}
+		return t.cpu.Seconds() / t.window.Seconds() / t.avgConns
+	}
+	p99 := func(t *totals) float64 {
+		if len(t.lateness) == 0 {
+			return 0
+		}
+		return float64(t.lateness[int(0.99*float64(len(t.lateness)-1))])
+	}
+	var rs []ratio
+	for _, m := range r.modes {
+		if m.Mode == modeMochi {
+			continue
+		}
+		t := m.totals()
+		rs = append(rs, ratio{mode: modeLabel(m.Mode), cpu: div(perConnCPU(&t), perConnCPU(own)), p99: div(p99(&t), p99(own))})
+	}
+	return rs
 }
 
 // lateness formats quantile p of the sorted latenesses in µs.

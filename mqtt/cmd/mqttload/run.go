@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -32,20 +35,90 @@ func runLoad(ctx context.Context, c config, stdout, stderr io.Writer) (*report, 
 	stderr = &lockedWriter{w: stderr}
 	rep := &report{cfg: c}
 	writeHeader(stdout, c)
-	for _, mode := range c.Modes {
-		res, err := runMode(ctx, c, mode, stderr)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", mode, err)
+	// Each mode's load processes dial from a loopback network of their
+	// own, different in every run: 127.net2.net3.x.
+	nets := make([][2]int, 0, len(c.Modes))
+	for len(nets) < len(c.Modes) {
+		n := [2]int{1 + rand.IntN(254), rand.IntN(256)}
+		if !slices.Contains(nets, n) {
+			nets = append(nets, n)
 		}
-		rep.modes = append(rep.modes, res)
 	}
+	if !c.Together {
+		for i, mode := range c.Modes {
+			res, err := runMode(ctx, c, mode, nets[i], nil, stderr)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", mode, err)
+			}
+			rep.modes = append(rep.modes, res)
+		}
+		rep.write(stdout)
+		return rep, nil
+	}
+	// Together: every mode at once, with their windows started at the same
+	// moment, once all of them are connected.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	all := newBarrier(len(c.Modes))
+	results := make([]modeResult, len(c.Modes))
+	errs := make([]error, len(c.Modes))
+	var wg sync.WaitGroup
+	for i, mode := range c.Modes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = runMode(ctx, c, mode, nets[i], all, stderr)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", mode, errs[i])
+				cancel() // the others would wait for it at the barrier
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		// The first error in the modes' order; a mode stopped by another's
+		// failure reports context.Canceled.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	rep.modes = results
 	rep.write(stdout)
 	return rep, nil
 }
 
+// barrier lets a number of goroutines wait for each other.
+type barrier struct {
+	mu   sync.Mutex
+	left int
+	all  chan struct{} // closed when every goroutine has arrived
+}
+
+func newBarrier(n int) *barrier { return &barrier{left: n, all: make(chan struct{})} }
+
+// wait returns once every goroutine has called it, or when ctx is done.
+func (b *barrier) wait(ctx context.Context) error {
+	b.mu.Lock()
+	if b.left--; b.left == 0 {
+		close(b.all)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.all:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // runMode starts the brokers and the load processes of one mode, runs the
-// window and collects their results.
-func runMode(ctx context.Context, c config, mode string, stderr io.Writer) (res modeResult, err error) {
+// window and collects their results. Its load processes dial from
+// 127.net[0].net[1].x. With a barrier, it starts the window only once
+// every mode waiting at the barrier is connected.
+func runMode(ctx context.Context, c config, mode string, net [2]int, all *barrier, stderr io.Writer) (res modeResult, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res = modeResult{Mode: mode, Silent: c.silentCount()}
@@ -67,6 +140,9 @@ func runMode(ctx context.Context, c config, mode string, stderr io.Writer) (res 
 	var addrs []string
 	for i := range brokers {
 		args := []string{"-role", "broker", "-mode", mode, "-workers", strconv.Itoa(c.Workers), "-listen", "127.0.0.1:0"}
+		if c.CPUProfile != "" {
+			args = append(args, "-cpuprofile", filepath.Join(c.CPUProfile, fmt.Sprintf("%s-broker-%d.pprof", mode, i)))
+		}
 		ch, err := startChild(ctx, fmt.Sprintf("broker %d", i), args, stderr)
 		if err != nil {
 			return res, err
@@ -82,9 +158,7 @@ func runMode(ctx context.Context, c config, mode string, stderr io.Writer) (res 
 		addrs = append(addrs, m.Addr)
 	}
 
-	// Load processes, each from a loopback source address of its own,
-	// different in every run.
-	net2, net3 := 1+rand.IntN(254), rand.IntN(256)
+	// Load processes, each from a loopback source address of its own.
 	loaders := make([]*child, c.Loaders)
 	for i := range loaders {
 		args := []string{"-role", "loader", "-index", strconv.Itoa(i),
@@ -92,7 +166,7 @@ func runMode(ctx context.Context, c config, mode string, stderr io.Writer) (res 
 			"-silent", strconv.Itoa(share(res.Silent, c.Loaders, i)),
 			"-keepalive", strconv.Itoa(c.KeepAlive),
 			"-fall", c.Fall.String(), "-grace", c.Grace.String(),
-			"-source", fmt.Sprintf("127.%d.%d.%d", net2, net3, i+1),
+			"-source", fmt.Sprintf("127.%d.%d.%d", net[0], net[1], i+1),
 			"-dialers", strconv.Itoa(c.Dialers),
 			"-seed", strconv.FormatUint(c.Seed, 10)}
 		for _, a := range addrs {
@@ -126,6 +200,12 @@ func runMode(ctx context.Context, c config, mode string, stderr io.Writer) (res 
 		return res, err
 	}
 	res.ConnectTime = time.Since(start)
+	if all != nil {
+		logf("all connected in %v; waiting for the other keep-alive", res.ConnectTime.Round(time.Millisecond))
+		if err := all.wait(ctx); err != nil {
+			return res, err
+		}
+	}
 
 	// The window: silent clients fall silent within -fall and must be
 	// disconnected within 1.5 × Keep Alive of their last packet.

@@ -10,6 +10,9 @@ import (
 // cpuTime is not measured on this system.
 func cpuTime() time.Duration { return 0 }
 
+// contextSwitches is not measured on this system.
+func contextSwitches() int64 { return 0 }
+
 // residentSet returns fallback: the resident set is not measured on this
 // system.
 func residentSet(fallback int64) int64 { return fallback }

@@ -19,6 +19,17 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// contextSwitches returns the number of times this process's threads
+// gave up their processor, voluntarily (to wait: an idle thread going to
+// sleep, a goroutine blocking in a system call) or not.
+func contextSwitches() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Nvcsw + ru.Nivcsw
+}
+
 // residentSet returns the process's resident set size in bytes, or
 // fallback where /proc does not tell.
 func residentSet(fallback int64) int64 {

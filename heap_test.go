@@ -1,0 +1,106 @@
+package schedule
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// White-box tests of the deadline heap (heap.go).
+
+// checkHeap verifies the heap order and, when the heap is indexed, that
+// every task's ref is its entry's position.
+func checkHeap(t *testing.T, h *deadlineHeap) {
+	t.Helper()
+	for i, e := range h.items {
+		if i > 0 {
+			p := (i - 1) / heapArity
+			require.LessOrEqual(t, h.items[p].when, e.when, "entry %d is earlier than its parent", i)
+		}
+		if h.index != nil {
+			require.Equal(t, uint32(i), h.index.at(e.slot).ref, "index of slot %d", e.slot)
+		}
+	}
+}
+
+func TestHeapMatchesASortedListUnderRandomOperations(t *testing.T) {
+	for _, indexed := range []bool{false, true} {
+		s := bare(LazyCancel)
+		h := &deadlineHeap{}
+		if indexed {
+			h.index = &s.slab
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		var want []int64
+		whens := map[uint32]int64{} // slot -> when, for the indexed case
+		for range 4000 {
+			switch op := r.IntN(10); {
+			case op < 5 || h.len() == 0:
+				slot, _, ok := s.allocSlot()
+				require.True(t, ok)
+				when := r.Int64N(1000)
+				h.push(entry{when: when, slot: slot})
+				want = append(want, when)
+				whens[slot] = when
+			case op < 7:
+				e := h.top()
+				h.pop()
+				require.Equal(t, slices.Min(want), e.when)
+				want = removeOne(want, e.when)
+				delete(whens, e.slot)
+			case op < 9:
+				i := r.IntN(h.len())
+				e := h.items[i]
+				h.removeAt(i)
+				want = removeOne(want, e.when)
+				delete(whens, e.slot)
+			default:
+				i := r.IntN(h.len())
+				e := h.items[i]
+				when := r.Int64N(1000)
+				h.setWhen(i, when)
+				want = removeOne(want, e.when)
+				want = append(want, when)
+				whens[e.slot] = when
+			}
+			checkHeap(t, h)
+			require.Equal(t, len(want), h.len())
+		}
+		if indexed {
+			for slot, when := range whens {
+				assert.Equal(t, when, h.items[s.slab.at(slot).ref].when)
+			}
+		}
+	}
+}
+
+func removeOne(xs []int64, x int64) []int64 {
+	i := slices.Index(xs, x)
+	return slices.Delete(xs, i, i+1)
+}
+
+func TestHeapShrinksWhenItDrains(t *testing.T) {
+	var h deadlineHeap
+	for i := range 100_000 {
+		h.push(entry{when: int64(i)})
+	}
+	for h.len() > 10 {
+		h.pop()
+		h.shrink()
+	}
+	assert.LessOrEqual(t, cap(h.items), 1024)
+}
+
+func TestHeapifyRestoresOrderAndIndex(t *testing.T) {
+	s := bare(EagerCancel)
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		slot, _, _ := s.allocSlot()
+		s.owner.heap.items = append(s.owner.heap.items, entry{when: r.Int64N(100), slot: slot})
+	}
+	s.owner.heap.heapify()
+	checkHeap(t, &s.owner.heap)
+}
