@@ -1,0 +1,318 @@
+package gnetidle
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/go-schedule/schedule"
+	"github.com/panjf2000/gnet/v2"
+	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
+)
+
+// never is a deadline that does not come.
+const never = math.MaxInt64
+
+// Watch is the idle state of one connection. The zero value is ready for
+// Detector.Start; a Watch serves one connection, once, and must not be
+// copied after Start. Embed it in the struct a server keeps per connection
+// (in the connection's Context, typically) to save the Detector's look-up
+// by file descriptor and an allocation per connection.
+//
+// All its methods must be called on the connection's event loop. They do
+// nothing on a Watch that is not started, or that is stopped.
+type Watch struct {
+	d *Detector
+	// loop is the connection's event loop. It is written once, by Start,
+	// before the connection's task exists, and then read by the task's job
+	// on the scheduler's pool: everything else here belongs to the loop.
+	loop gnet.EventLoop
+
+	conn      gnet.Conn
+	task      schedule.TaskID // 0 while no state is enabled
+	timeouts  [numStates]int64
+	due       [numStates]int64 // when each enabled state's next Event is due
+	lastRead  int64
+	lastWrite int64
+	armed     int64 // the deadline the task was last set to, as far as known
+	fired     uint8 // bit s: an Event of state s since its last activity
+	status    uint8
+}
+
+// Watch statuses.
+const (
+	unstarted uint8 = iota
+	watching
+	stopped
+)
+
+// Start starts watching c with the Detector's default timeouts, counting c
+// as active now; call it in OnOpen. It returns ErrNilConn for a nil c,
+// ErrWatchUsed when w was started before, and the scheduler's error when
+// it cannot schedule (after it was shut down); w is then stopped.
+func (d *Detector) Start(c gnet.Conn, w *Watch) error {
+	return d.StartWith(c, w, d.def)
+}
+
+// StartWith is Start with timeouts of c's own in place of the defaults. It
+// returns ErrNegativeTimeout for a negative one.
+func (d *Detector) StartWith(c gnet.Conn, w *Watch, t Timeouts) error {
+	if c == nil {
+		return ErrNilConn
+	}
+	if w.status != unstarted {
+		return ErrWatchUsed
+	}
+	if err := t.validate(); err != nil {
+		return err
+	}
+	now := d.now()
+	w.d, w.conn, w.loop = d, c, c.EventLoop()
+	w.lastRead, w.lastWrite = now, now
+	w.armed = never
+	w.status = watching
+	d.watched.Add(1)
+	if err := w.setTimeouts(t, now); err != nil {
+		w.Stop()
+		return fmt.Errorf("gnetidle: cannot watch the connection: %w", err)
+	}
+	return nil
+}
+
+// Read counts a read: call it in OnTraffic, once per call. It pushes the
+// reader idle and all idle deadlines out to now plus their timeouts, with
+// one Reset of the connection's task when that moves its earliest deadline.
+func (w *Watch) Read() {
+	if w.status != watching {
+		return
+	}
+	now := w.d.now()
+	w.lastRead = now
+	w.fired &^= 1<<ReaderIdle | 1<<AllIdle
+	if t := w.timeouts[ReaderIdle]; t > 0 {
+		w.due[ReaderIdle] = now + t
+	}
+	if t := w.timeouts[AllIdle]; t > 0 {
+		w.due[AllIdle] = now + t
+	}
+	w.rearm(now)
+}
+
+// Wrote counts a write: call it after Conn.Write or Conn.Writev returns, or
+// in the callback of Conn.AsyncWrite, once per write. It pushes the writer
+// idle and all idle deadlines out as Read does for reads.
+//
+// gnet offers no hook on writes, so only reported writes count, when they
+// are reported: a write that gnet could not finish at once and keeps in its
+// outbound buffer counts from the call, not from when the peer takes it.
+func (w *Watch) Wrote() {
+	if w.status != watching {
+		return
+	}
+	now := w.d.now()
+	w.lastWrite = now
+	w.fired &^= 1<<WriterIdle | 1<<AllIdle
+	if t := w.timeouts[WriterIdle]; t > 0 {
+		w.due[WriterIdle] = now + t
+	}
+	if t := w.timeouts[AllIdle]; t > 0 {
+		w.due[AllIdle] = now + t
+	}
+	w.rearm(now)
+}
+
+// SetTimeouts replaces the connection's timeouts, for a protocol that
+// negotiates its own keep-alive after the connection opened (MQTT's
+// CONNECT). Each enabled state counts from its last activity, as if the new
+// timeouts had been set all along; an Event that is due by then follows at
+// once, from the event loop. Zero for every state stops the timing until
+// the next SetTimeouts, without stopping the Watch.
+//
+// It returns ErrNotWatched when w is not watching, ErrNegativeTimeout for a
+// negative timeout, and the scheduler's error when it cannot schedule.
+func (w *Watch) SetTimeouts(t Timeouts) error {
+	if w.status != watching {
+		return ErrNotWatched
+	}
+	if err := t.validate(); err != nil {
+		return err
+	}
+	return w.setTimeouts(t, w.d.now())
+}
+
+// Timeouts returns the connection's timeouts: the Detector's defaults or
+// those set for it. It returns zero Timeouts when w is not watching.
+func (w *Watch) Timeouts() Timeouts {
+	if w.status != watching {
+		return Timeouts{}
+	}
+	return Timeouts{
+		Reader: time.Duration(w.timeouts[ReaderIdle]),
+		Writer: time.Duration(w.timeouts[WriterIdle]),
+		All:    time.Duration(w.timeouts[AllIdle]),
+	}
+}
+
+// Stop stops watching: call it in OnClose. The connection's task is
+// cancelled and the Watch lets go of the connection; an Event already on
+// its way to the event loop is dropped there. Stop is idempotent.
+func (w *Watch) Stop() {
+	if w.status != watching {
+		return
+	}
+	w.status = stopped
+	if w.task != 0 {
+		w.d.s.CancelTask(w.task)
+		w.task = 0
+	}
+	w.conn = nil
+	w.d.watched.Add(-1)
+}
+
+// setTimeouts sets the timeouts and the deadlines they give, and arms the
+// task for the earliest.
+func (w *Watch) setTimeouts(t Timeouts, now int64) error {
+	for s := range State(numStates) {
+		d := int64(t.of(s))
+		w.timeouts[s] = d
+		if d > 0 {
+			w.due[s] = w.lastActive(s) + d
+		}
+	}
+	next := w.earliest()
+	if next == never {
+		if w.task != 0 {
+			w.d.s.CancelTask(w.task)
+			w.task = 0
+		}
+		w.armed = never
+		return nil
+	}
+	if w.task == 0 {
+		// A repeating task: it stays pending for the connection's whole
+		// life, so that Reset always finds it, even while a fire of it is
+		// on its way to the event loop. Each fire re-arms it for the exact
+		// deadline; the interval only matters if a fire is lost.
+		every := w.shortest()
+		id, err := w.d.s.ScheduleWith(fire, w, time.Duration(every))
+		if err != nil {
+			return err
+		}
+		w.task = id
+		w.armed = now + every
+	}
+	w.rearm(now)
+	return nil
+}
+
+// lastActive is when the activity state s watches last happened.
+func (w *Watch) lastActive(s State) int64 {
+	switch s {
+	case ReaderIdle:
+		return w.lastRead
+	case WriterIdle:
+		return w.lastWrite
+	}
+	return max(w.lastRead, w.lastWrite)
+}
+
+// earliest is the earliest deadline of the enabled states, never when none
+// is enabled.
+func (w *Watch) earliest() int64 {
+	next := int64(never)
+	for s := range State(numStates) {
+		if w.timeouts[s] > 0 {
+			next = min(next, w.due[s])
+		}
+	}
+	return next
+}
+
+// shortest is the shortest enabled timeout; there is one.
+func (w *Watch) shortest() int64 {
+	d := int64(never)
+	for _, t := range w.timeouts {
+		if t > 0 {
+			d = min(d, t)
+		}
+	}
+	return d
+}
+
+// rearm moves the task to the earliest deadline, unless it is there
+// already.
+func (w *Watch) rearm(now int64) {
+	if w.task == 0 {
+		return
+	}
+	next := w.earliest()
+	if next == w.armed {
+		return
+	}
+	// Reset fails only once the scheduler is shut down: nothing fires then.
+	w.d.s.Reset(w.task, time.Duration(next-now))
+	w.armed = next
+}
+
+// fire is the job of every connection's task, on the scheduler's pool: it
+// hands the connection back to its event loop, where run looks at what is
+// idle. It touches nothing of the Watch but its loop.
+func fire(_ schedule.TaskID, arg any) {
+	w := arg.(*Watch)
+	// Execute fails only while the engine shuts down, which closes every
+	// connection and so stops every watch.
+	_ = w.loop.Execute(context.Background(), (*runner)(w))
+}
+
+// runner is a Watch as the gnet.Runnable that fire hands to the event loop.
+type runner Watch
+
+// Run raises the Events that are due, on the event loop.
+func (r *runner) Run(context.Context) error { return (*Watch)(r).run() }
+
+// run raises an Event for each enabled state whose deadline has passed,
+// reader, writer, all, in that order, applying the Handler's Action after
+// each, and re-arms the task for the next deadline. A connection closed
+// before it runs (its OnClose stopped the Watch) gets none.
+func (w *Watch) run() error {
+	if w.status != watching {
+		return nil
+	}
+	d := w.d
+	now := d.now()
+	for s := range State(numStates) {
+		t := w.timeouts[s]
+		if t <= 0 || now < w.due[s] {
+			continue
+		}
+		e := Event{State: s, First: w.fired&(1<<s) == 0, Idle: time.Duration(now - w.lastActive(s))}
+		w.fired |= 1 << s
+		// The next Event of this state, if the connection stays idle, is
+		// a whole timeout after this one, whatever the Handler takes.
+		w.due[s] = now + t
+		d.events[s].Add(1)
+		switch d.handler(w.conn, e) {
+		case gnet.Close:
+			if w.status == watching {
+				d.closed.Add(1)
+				// On its own event loop, so gnet closes it now and calls
+				// OnClose, which stops the Watch. Stop again in case
+				// OnClose does not.
+				_ = w.loop.Close(w.conn)
+				w.Stop()
+			}
+			return nil
+		case gnet.Shutdown:
+			return errorx.ErrEngineShutdown
+		}
+		if w.status != watching {
+			return nil // the Handler closed it, or stopped the Watch
+		}
+	}
+	// The fire moved the repeating task to its next interval: set it to
+	// the next deadline whatever it was armed for.
+	w.armed = -1
+	w.rearm(d.now())
+	return nil
+}
