@@ -256,11 +256,13 @@ func (r *runner) start() error {
 }
 
 // freeBatch collects slots freed by a run, to return them to the slab
-// under one lock per shard.
+// under one lock per shard, freeBatchSize at a time at most.
 type freeBatch struct {
 	n     int
-	slots [64]uint32
+	slots [freeBatchSize]uint32
 }
+
+const freeBatchSize = 64
 
 // run is a drain run, on a pool worker: it runs due jobs until the queue
 // is empty.

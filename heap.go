@@ -142,13 +142,13 @@ func (h *deadlineHeap) heapify() {
 	}
 }
 
-// shrink gives memory back after the heap emptied out: when fewer than a
-// quarter of its capacity is used, the slice is copied into one twice the
-// length. Growth and shrinkage together stay amortised O(1) per entry.
+// shrink gives memory back after the heap emptied out: when less than
+// 1/shrinkShare of its capacity is used, the slice is copied into one twice
+// the length. Growth and shrinkage together stay amortised O(1) per entry.
 // Removing entries does not shrink the heap: the owner calls shrink when
 // no deadline is near (owner.shrinkWhenQuiet).
 func (h *deadlineHeap) shrink() {
-	if c := cap(h.items); c > minHeapCap && len(h.items) < c/4 {
+	if c := cap(h.items); c > minHeapCap && len(h.items) < c/shrinkShare {
 		h.resize(2 * len(h.items))
 	}
 }
@@ -167,7 +167,10 @@ func (h *deadlineHeap) trim() {
 	}
 }
 
-const minHeapCap = 256
+const (
+	minHeapCap  = 256
+	shrinkShare = 4
+)
 
 func (h *deadlineHeap) resize(n int) {
 	items := make([]entry, len(h.items), max(n, minHeapCap))

@@ -49,6 +49,10 @@ const (
 	chunkSize = 1 << chunkBits
 
 	shardCount = 8
+
+	// minDirectory is the capacity of the first directory; a directory
+	// doubles when it is full.
+	minDirectory = 16
 )
 
 // chunk is a block of slots. free counts its slots in its shard's free
@@ -266,8 +270,8 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 		dir.chunks = dir.chunks[:c+1]
 		dir.shards = dir.shards[:c+1]
 	} else {
-		chunks := make([]atomic.Pointer[chunk], c+1, max(2*c, 16))
-		shards := make([]atomic.Uint32, c+1, max(2*c, 16))
+		chunks := make([]atomic.Pointer[chunk], c+1, max(2*c, minDirectory))
+		shards := make([]atomic.Uint32, c+1, max(2*c, minDirectory))
 		for i := range c {
 			chunks[i].Store(dir.chunks[i].Load())
 			shards[i].Store(dir.shards[i].Load())
@@ -342,13 +346,16 @@ func (sl *slab) retire(t *task) bool {
 }
 
 // wantsTrim reports whether the shard holds enough chunks with every slot
-// free to give them back: at least two, and at least 1/trimShare of its
-// chunks. Once a spike's tasks are gone, the shard keeps one such chunk and
-// the one it is handing out, and the pass over the free list is paid for by
-// the chunks it gives back. sh.mu must be held.
+// free to give them back: at least minTrim, and at least 1/trimShare of
+// its chunks. Once a spike's tasks are gone, the shard keeps one such chunk
+// and the one it is handing out, and the pass over the free list is paid
+// for by the chunks it gives back. sh.mu must be held.
 func (sh *slabShard) wantsTrim() bool {
-	return sh.empty >= 2 && trimShare*sh.empty >= sh.chunks
+	return sh.empty >= minTrim && trimShare*sh.empty >= sh.chunks
 }
+
+// minTrim is the fewest empty chunks a shard gives back: it keeps one.
+const minTrim = 2
 
 // trimShare: a shard gives chunks back once a 1/trimShare of them are
 // empty, so that the pass over its free list that finds them is paid for

@@ -232,13 +232,16 @@ func (t *task) unlock(g uint32) { t.gen.Store(g) }
 func (t *task) generation() uint32 { return t.gen.Load() &^ genLocked }
 
 // backOff waits a little before the next attempt to take a task's lock:
-// after a few spins it lets other goroutines run, since a holder that was
-// preempted needs a processor to finish.
+// after spinsBeforeYield spins it lets other goroutines run, since a holder
+// that was preempted needs a processor to finish. The lock is held for a
+// few instructions, so a short spin usually finds it free.
 func backOff(spins int) {
-	if spins >= 4 {
+	if spins >= spinsBeforeYield {
 		runtime.Gosched()
 	}
 }
+
+const spinsBeforeYield = 4
 
 // noIndex marks a task that has no entry in an eager heap.
 const noIndex = math.MaxUint32

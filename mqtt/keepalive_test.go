@@ -309,15 +309,16 @@ func TestEveryPacketIsActivity(t *testing.T) {
 	}
 }
 
-// TestManyDistinctKeepAlivesAreEachEnforced: the hook gives the first few
-// distinct Keep Alives a Monitor each and watches clients with any other
-// in a shared one. Clients in the shared Monitor are timed out by their
-// own Keep Alive, a packet of theirs, which the other Monitors are asked
-// about first, still counts, and their disconnection ends their watch.
+// TestManyDistinctKeepAlivesAreEachEnforced: clients with different Keep
+// Alives share the hook's one Monitor, which keeps each client's timeout
+// beside its watch (a Keep Alive of 60 s gives the Monitor's own timeout,
+// the others one of their own). Each client is timed out by its own Keep
+// Alive, a packet of a busy client keeps it connected, and every
+// disconnection ends its watch.
 func TestManyDistinctKeepAlivesAreEachEnforced(t *testing.T) {
 	b := startBroker(t, brokerOptions{})
 	var long []*wire.Conn
-	for i := range 5 { // one more than the Monitors of single timeouts
+	for i := range 5 { // 60 s: the Monitor's own timeout; 61–64 s: timeouts of their own
 		ka := uint16(60 + i)
 		long = append(long, b.dial(wire.Options{ClientID: fmt.Sprintf("ka-%d", ka), KeepAlive: ka}))
 	}
