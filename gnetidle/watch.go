@@ -84,19 +84,9 @@ func (d *Detector) StartWith(c gnet.Conn, w *Watch, t Timeouts) error {
 // reader idle and all idle deadlines out to now plus their timeouts, with
 // one Reset of the connection's task when that moves its earliest deadline.
 func (w *Watch) Read() {
-	if w.status != watching {
-		return
+	if w.status == watching {
+		w.lastRead = w.active(ReaderIdle)
 	}
-	now := w.d.now()
-	w.lastRead = now
-	w.fired &^= 1<<ReaderIdle | 1<<AllIdle
-	if t := w.timeouts[ReaderIdle]; t > 0 {
-		w.due[ReaderIdle] = now + t
-	}
-	if t := w.timeouts[AllIdle]; t > 0 {
-		w.due[AllIdle] = now + t
-	}
-	w.rearm(now)
 }
 
 // Wrote counts a write: call it after Conn.Write or Conn.Writev returns, or
@@ -107,19 +97,24 @@ func (w *Watch) Read() {
 // are reported: a write that gnet could not finish at once and keeps in its
 // outbound buffer counts from the call, not from when the peer takes it.
 func (w *Watch) Wrote() {
-	if w.status != watching {
-		return
+	if w.status == watching {
+		w.lastWrite = w.active(WriterIdle)
 	}
-	now := w.d.now()
-	w.lastWrite = now
-	w.fired &^= 1<<WriterIdle | 1<<AllIdle
-	if t := w.timeouts[WriterIdle]; t > 0 {
-		w.due[WriterIdle] = now + t
-	}
-	if t := w.timeouts[AllIdle]; t > 0 {
-		w.due[AllIdle] = now + t
+}
+
+// active counts activity of state s (ReaderIdle for a read, WriterIdle for
+// a write) at now, which it returns: it pushes the deadlines of s and of
+// AllIdle out to now plus their timeouts, and rearms the task.
+func (w *Watch) active(s State) (now int64) {
+	now = w.d.now()
+	w.fired &^= 1<<s | 1<<AllIdle
+	for _, st := range [...]State{s, AllIdle} {
+		if t := w.timeouts[st]; t > 0 {
+			w.due[st] = now + t
+		}
 	}
 	w.rearm(now)
+	return now
 }
 
 // SetTimeouts replaces the connection's timeouts, for a protocol that
