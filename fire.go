@@ -226,13 +226,13 @@ func (q *runQueue) checkIdle() {
 // the pool. The owner puts due tasks in q and calls start; everything else
 // here runs on the pool's workers, one run per worker.
 type runner struct {
-	q      runQueue
-	pool   *ants.Pool
-	runFn  func() // r.run, made once so that submitting a run allocates nothing
-	clock         // for lateness
-	slab   *slab
-	inbox  *inbox // to wake the owner, and to see Shutdown (inbox.closed)
-	counts *outcomes
+	q     runQueue
+	pool  *ants.Pool
+	runFn func() // r.run, made once so that submitting a run allocates nothing
+	clock        // for lateness
+	slab  *slab
+	inbox *inbox // to wake the owner, and to see Shutdown (inbox.closed)
+	out   *outcomes
 
 	onPanic func(TaskID, any)
 	logger  *slog.Logger // nil: slog.Default(), as it is when a job panics
@@ -323,10 +323,10 @@ func (r *runner) runOne(d due, fb *freeBatch) {
 		return
 	}
 	if r.inbox.closed.Load() {
-		r.counts.dropped.Add(1)
+		r.out.dropped.Add(1)
 		return
 	}
-	r.counts.started(r.now() - d.when)
+	r.out.started(r.now() - d.when)
 	r.call(r.slab.id(d.slot, t.generation()), t)
 }
 
@@ -336,7 +336,7 @@ func (r *runner) runOne(d due, fb *freeBatch) {
 func (r *runner) call(id TaskID, t *task) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.counts.panics.Add(1)
+			r.out.panics.Add(1)
 			switch {
 			case r.onPanic != nil:
 				r.onPanic(id, p)
@@ -395,7 +395,7 @@ func (r *runner) dropDue(ds []due) {
 	for _, d := range ds {
 		t := r.slab.at(d.slot)
 		if wordStatus(t.word.Load()) != statusCancelled {
-			r.counts.dropped.Add(1)
+			r.out.dropped.Add(1)
 		}
 		r.finish(d.slot, t, &fb)
 	}

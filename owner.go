@@ -25,7 +25,7 @@ type owner struct {
 	inbox  *inbox
 	runs   *runner
 	cancel canceller
-	counts *outcomes
+	out    *outcomes
 	quit   <-chan struct{}
 	done   chan struct{} // closed when the goroutine ends
 
@@ -265,7 +265,7 @@ func (o *owner) runDue(now int64) {
 		}
 		o.heap.setWhen(0, next)
 		if missed > 0 {
-			o.counts.skipped.Add(uint64(missed))
+			o.out.skipped.Add(uint64(missed))
 		}
 		if !running {
 			o.due(e.slot, e.when)
@@ -414,7 +414,7 @@ func (o *owner) dropAll() {
 		}
 		if t.cancel(t.generation()) { // the owner holds t: its generation stays
 			o.ended.Add(1)
-			o.counts.dropped.Add(1)
+			o.out.dropped.Add(1)
 		}
 		o.drop(e.slot, t)
 	}

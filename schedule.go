@@ -120,20 +120,20 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 		clock:   s.clock,
 		slab:    &s.slab,
 		inbox:   &s.inbox,
-		counts:  &s.out,
+		out:     &s.out,
 		onPanic: cfg.onPanic,
 		logger:  cfg.logger,
 	}
 	s.runs.q.init(workers)
 	s.runs.runFn = s.runs.run
 	s.owner = owner{
-		clock:  s.clock,
-		slab:   &s.slab,
-		inbox:  &s.inbox,
-		runs:   &s.runs,
-		counts: &s.out,
-		quit:   s.quit,
-		done:   make(chan struct{}),
+		clock: s.clock,
+		slab:  &s.slab,
+		inbox: &s.inbox,
+		runs:  &s.runs,
+		out:   &s.out,
+		quit:  s.quit,
+		done:  make(chan struct{}),
 	}
 	s.cancel = newCanceller(cfg.strategy, &s.owner, &s.counts)
 	s.owner.cancel = s.cancel
