@@ -67,23 +67,13 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
-)
 
-// Exit statuses.
-const (
-	exitPass  = 0
-	exitFail  = 1
-	exitUsage = 2
+	"github.com/go-schedule/schedule/internal/loadtest"
 )
 
 // The servers measured.
@@ -97,40 +87,12 @@ const (
 // allModes are the servers measured by default.
 var allModes = []string{modeSchedule, modeTick, modeNet}
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { loadtest.Main(run) }
 
 // run is main with its context, arguments and streams made explicit; it
 // returns the exit status. A process started with -role is a child of a
 // run; otherwise it runs the whole load test.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-role" || args[0] == "--role") {
-		return runChild(ctx, args, stdin, stdout, stderr)
-	}
-	cfg, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitPass
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "idleload:", err)
-		fmt.Fprintln(stderr, "run 'idleload -h' for the flags")
-		return exitUsage
-	}
-	rep, err := runLoad(ctx, cfg, stdout, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "idleload:", err)
-		return exitFail
-	}
-	if bad := rep.failures(); len(bad) > 0 {
-		fmt.Fprintln(stderr, "idleload: FAIL:", strings.Join(bad, "; "))
-		return exitFail
-	}
-	return exitPass
-}
+var run = loadtest.Command("idleload", parseFlags, runLoad, runChild)
 
 // config is a whole run's.
 type config struct {
@@ -153,32 +115,17 @@ type config struct {
 }
 
 // silentCount is the number of clients that fall silent.
-func (c config) silentCount() int { return int(float64(c.Conns)*c.Silent + 0.5) }
+func (c config) silentCount() int { return loadtest.SilentCount(c.Conns, c.Silent) }
 
 // window is how long the measured window lasts.
 func (c config) window() time.Duration { return c.Fall + c.Idle + c.Grace }
 
-// fileMargin is how many descriptors a process needs besides its
-// connections: listeners, pipes, the runtime's and gnet's pollers.
-const fileMargin = 200
-
 func parseFlags(args []string, output io.Writer) (config, error) {
 	c := config{Conns: 10000, Silent: 0.1, Idle: 5 * time.Second, Grace: 2 * time.Second,
 		Rounds: 1, PerProcess: 15000, Dialers: 64, Workers: 4, Seed: 1}
-	fs := flag.NewFlagSet("idleload", flag.ContinueOnError)
-	fs.SetOutput(output)
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintln(w, "usage: idleload [flags]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Load-tests idle-connection detection: gnet with go-schedule, gnet with an OnTick heap,")
-		fmt.Fprintln(w, "and net with a goroutine and a read deadline per connection, with raw TCP clients.")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Flags:")
-		fs.PrintDefaults()
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Exit status: 0 pass; 1 a count is wrong or the run failed; 2 invalid flags.")
-	}
+	fs := loadtest.NewFlagSet("idleload", output,
+		"Load-tests idle-connection detection: gnet with go-schedule, gnet with an OnTick heap,",
+		"and net with a goroutine and a read deadline per connection, with raw TCP clients.")
 	servers := strings.Join(allModes, ",")
 	fs.IntVar(&c.Conns, "conns", c.Conns, "connections in all, live and silent")
 	fs.Float64Var(&c.Silent, "silent", c.Silent, "`share` of the connections that fall silent, from 0 to 1")
@@ -197,11 +144,8 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.IntVar(&c.Workers, "workers", c.Workers, "go-schedule's pool size per server process")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the random phases and silent moments")
 	fs.StringVar(&c.ProfileDir, "cpuprofile", "", "`directory` for CPU profiles of the server processes over the window")
-	if err := fs.Parse(args); err != nil {
+	if err := loadtest.Parse(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	seen := map[string]bool{}
 	for _, m := range strings.Split(servers, ",") {
@@ -239,25 +183,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	case c.ServerProcs < 0 || c.Loaders < 0 || c.Loops < 0:
 		return c, errors.New("-server-procs, -loaders and -loops must not be negative")
 	}
-	if c.ServerProcs == 0 {
-		c.ServerProcs = ceilDiv(c.Conns, c.PerProcess)
-	}
-	if c.Loaders == 0 {
-		c.Loaders = ceilDiv(c.Conns, c.PerProcess)
-	}
-	if c.Loaders > 254 {
-		return c, errors.New("at most 254 load processes")
-	}
-	if n := ceilDiv(c.Conns, c.ServerProcs); n > c.PerProcess {
-		return c, fmt.Errorf("%d server processes would hold %d connections each, more than -per-process %d", c.ServerProcs, n, c.PerProcess)
-	}
-	if n := ceilDiv(c.Conns, c.Loaders); n > c.PerProcess {
-		return c, fmt.Errorf("%d load processes would hold %d connections each, more than -per-process %d", c.Loaders, n, c.PerProcess)
-	}
-	if lim, ok := openFileLimit(); ok && uint64(c.PerProcess)+fileMargin > lim {
-		return c, fmt.Errorf("-per-process %d is too close to this machine's limit of %d open files per process", c.PerProcess, lim)
-	}
-	return c, nil
+	var err error
+	c.ServerProcs, c.Loaders, err = loadtest.Spread(c.Conns, c.PerProcess, c.ServerProcs, c.Loaders, "server processes")
+	return c, err
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,15 +10,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/go-schedule/schedule/internal/loadtest"
 )
 
 // TestMain runs the command's code as a child (a server or a load process)
 // when the run under test starts this test binary again; otherwise it runs
 // the tests, and fails if one leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-	}
+	loadtest.RunIfChild(run)
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
 
@@ -36,7 +35,7 @@ func TestLoadCI(t *testing.T) {
 		"-fall", "1s", "-grace", "1500ms", "-server-procs", "2", "-loaders", "2", "-dialers", "16"},
 		nil, &stdout, &stderr)
 	t.Logf("report:\n%s", stdout.String())
-	require.Equal(t, exitPass, code, "exit status; standard error:\n%s", stderr.String())
+	require.Equal(t, loadtest.ExitPass, code, "exit status; standard error:\n%s", stderr.String())
 	out := stdout.String()
 	for _, want := range []string{"gnet + go-schedule", "gnet + OnTick heap", "net + read deadline",
 		"silent connections closed / expected", "server CPU per connection"} {
@@ -48,13 +47,13 @@ func TestLoadCI(t *testing.T) {
 
 // good is a result whose every count is right.
 func good() modeResult {
-	return modeResult{Mode: modeSchedule, Live: 90, Silent: 10,
-		Loaders: []loaderResult{{
-			clientCounts: clientCounts{LiveConnected: 90, SilentConnected: 10, SilentClosed: 10},
+	return modeResult{Mode: modeSchedule, Live: 90, Silent: 10, Result: loadtest.Result[serverResult]{
+		Loaders: []loadtest.LoadResult{{
+			ClientCounts: loadtest.ClientCounts{LiveConnected: 90, SilentConnected: 10, SilentClosed: 10},
 			Lateness:     make([]int64, 10),
 		}},
-		Servers: []serverResult{{IdleClosed: 10, Conns: 100, AvgConns: 95, CPU: time.Second, Window: 10 * time.Second}},
-	}
+		Servers: []serverResult{{IdleClosed: 10, Usage: loadtest.Usage{Conns: 100, AvgConns: 95, CPU: time.Second, Window: 10 * time.Second}}},
+	}}
 }
 
 func TestEachWrongCountFailsTheRun(t *testing.T) {
@@ -117,7 +116,7 @@ func TestFlags(t *testing.T) {
 		_, err := parseFlags(bad, &out)
 		assert.Error(t, err, "%q", bad)
 	}
-	if lim, ok := openFileLimit(); ok && lim < 30000+fileMargin {
+	if lim, ok := loadtest.OpenFileLimit(); ok && lim < 30000+loadtest.FileMargin {
 		_, err := parseFlags([]string{"-per-process", "30000"}, &out)
 		assert.Error(t, err, "a limit of %d open files", lim)
 	}
@@ -125,6 +124,6 @@ func TestFlags(t *testing.T) {
 
 func TestBadFlagsExitWithStatusTwo(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	assert.Equal(t, exitUsage, run(context.Background(), []string{"-idle", "-1s"}, nil, &stdout, &stderr))
+	assert.Equal(t, loadtest.ExitUsage, run(context.Background(), []string{"-idle", "-1s"}, nil, &stdout, &stderr))
 	assert.True(t, strings.Contains(stderr.String(), "-idle"), stderr.String())
 }

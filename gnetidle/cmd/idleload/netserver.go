@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-schedule/schedule/internal/loadtest"
 )
 
 // netServer is the standard library's way: a goroutine per connection,
@@ -17,7 +19,7 @@ type netServer struct {
 	idle   time.Duration
 	conns  atomic.Int64
 	closed atomic.Int64 // closed for idleness
-	late   lateness
+	late   loadtest.Lateness
 	wg     sync.WaitGroup
 }
 
@@ -61,7 +63,7 @@ func (s *netServer) serve(c net.Conn) {
 		if _, err := c.Read(buf); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				s.closed.Add(1)
-				s.late.add(time.Since(last) - s.idle)
+				s.late.Add(time.Since(last) - s.idle)
 			}
 			return
 		}
@@ -77,4 +79,4 @@ func (s *netServer) close() {
 func (s *netServer) addr() string      { return s.ln.Addr().String() }
 func (s *netServer) open() int64       { return s.conns.Load() }
 func (s *netServer) idleClosed() int64 { return s.closed.Load() }
-func (s *netServer) lateness() []int64 { return s.late.get() }
+func (s *netServer) lateness() []int64 { return s.late.Micros() }

@@ -5,74 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
-	"runtime/pprof"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-schedule/schedule"
 	"github.com/go-schedule/schedule/gnetidle"
 	"github.com/go-schedule/schedule/gnetidle/internal/gnetutil"
+	"github.com/go-schedule/schedule/internal/loadtest"
 	"github.com/panjf2000/gnet/v2"
 )
 
 // serverConfig is one server process's.
 type serverConfig struct {
-	Mode    string
-	Listen  string
-	Idle    time.Duration
-	Workers int    // go-schedule's pool (modeSchedule)
-	Loops   int    // gnet event loops; 0: one per CPU
-	Profile string // file for a CPU profile of the window, if any
+	loadtest.ServerConfig // Mode: modeSchedule, modeTick, modeNet or modeTickFix
+	Idle                  time.Duration
+	Loops                 int // gnet event loops; 0: one per CPU
 }
 
 // serverResult is what a server process reports at the end of the window.
 type serverResult struct {
-	// Connections open at the window's start, and on average over it.
-	Conns    int64   `json:"conns"`
-	AvgConns float64 `json:"avg_conns"`
-	// Memory at the window's start, less the same before any connection:
-	// the resident set, and the Go heap plus goroutine stacks after a
-	// collection.
-	RSSDelta  int64 `json:"rss_delta"`
-	HeapDelta int64 `json:"heap_delta"`
-	// Goroutines at the window's start, and the same less those before
-	// any connection.
-	Goroutines      int64 `json:"goroutines"`
-	GoroutinesDelta int64 `json:"goroutines_delta"`
-	// CPU time of the process over the window, and the window's length.
-	CPU    time.Duration `json:"cpu"`
-	Window time.Duration `json:"window"`
+	// What the server process used over the window.
+	loadtest.Usage
 	// Connections the server closed for idleness, over its whole life,
 	// and for each how late, in microseconds: from its last read plus the
 	// timeout to the close, as the server saw it.
 	IdleClosed int64   `json:"idle_closed"`
 	Lateness   []int64 `json:"lateness_us"`
 }
-
-// lateness collects how late a server closed idle connections.
-type lateness struct {
-	mu sync.Mutex
-	us []int64
-}
-
-func (l *lateness) add(d time.Duration) {
-	l.mu.Lock()
-	l.us = append(l.us, d.Microseconds())
-	l.mu.Unlock()
-}
-
-func (l *lateness) get() []int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]int64(nil), l.us...)
-}
-
-// sampleEvery is how often a server samples its open connections over the
-// window, for their average.
-const sampleEvery = 100 * time.Millisecond
 
 // idleServer is a server of one mode, seen by runServer.
 type idleServer interface {
@@ -132,68 +91,16 @@ func runServer(ctx context.Context, c serverConfig, out *emitter, cmds <-chan st
 		return fmt.Errorf("unknown mode %q", c.Mode)
 	}
 
-	base := sampleMemory()
-	out.emit(message{Event: "ready", Addr: srv.addr()})
-	var res serverResult
-	var start time.Time
-	var cpu0 time.Duration
-	var connSum, connSamples atomic.Int64
-	stopSampling, sampled := make(chan struct{}), make(chan struct{})
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case cmd, ok := <-cmds:
-			if !ok {
-				if !start.IsZero() {
-					close(stopSampling)
-					<-sampled
-				}
-				// The process exits now; its connections close with it.
-				return nil
-			}
-			switch cmd {
-			case cmdGo:
-				m := sampleMemory()
-				res.Conns = srv.open()
-				res.RSSDelta = m.rss - base.rss
-				res.HeapDelta = m.heap - base.heap
-				res.Goroutines = m.goroutines
-				res.GoroutinesDelta = m.goroutines - base.goroutines
-				if c.Profile != "" {
-					if err := startProfile(c.Profile); err != nil {
-						return err
-					}
-				}
-				start, cpu0 = time.Now(), cpuTime()
-				go func() {
-					defer close(sampled)
-					t := time.NewTicker(sampleEvery)
-					defer t.Stop()
-					for {
-						connSum.Add(srv.open())
-						connSamples.Add(1)
-						select {
-						case <-t.C:
-						case <-stopSampling:
-							return
-						}
-					}
-				}()
-			case cmdReport:
-				res.CPU = cpuTime() - cpu0
-				res.Window = time.Since(start)
-				pprof.StopCPUProfile()
-				if n := connSamples.Load(); n > 0 {
-					res.AvgConns = float64(connSum.Load()) / float64(n)
-				}
-				res.IdleClosed = srv.idleClosed()
-				res.Lateness = srv.lateness()
-				r := res
-				out.emit(message{Event: "result", Server: &r})
-			}
-		}
-	}
+	// Serve returns at the end of standard input, and the process exits:
+	// its connections close with it.
+	return loadtest.Serve(ctx, out, cmds, loadtest.Server[serverResult]{
+		Addr:    srv.addr(),
+		Open:    srv.open,
+		Profile: c.Profile,
+		End: func(u loadtest.Usage) serverResult {
+			return serverResult{Usage: u, IdleClosed: srv.idleClosed(), Lateness: srv.lateness()}
+		},
+	})
 }
 
 // scheduleServer is gnet with gnetidle: one go-schedule task per
@@ -205,13 +112,13 @@ type scheduleServer struct {
 	srv   *gnetutil.Server
 	idle  time.Duration
 	conns atomic.Int64
-	late  lateness
+	late  loadtest.Lateness
 }
 
 // onIdle is the Detector's Handler: close, as CloseIdle does, and note how
 // late.
 func (s *scheduleServer) onIdle(_ gnet.Conn, e gnetidle.Event) gnet.Action {
-	s.late.add(e.Idle - s.idle)
+	s.late.Add(e.Idle - s.idle)
 	return gnet.Close
 }
 
@@ -245,30 +152,4 @@ func (s *scheduleServer) OnClose(c gnet.Conn, _ error) gnet.Action {
 func (s *scheduleServer) addr() string      { return s.srv.Addr }
 func (s *scheduleServer) open() int64       { return s.conns.Load() }
 func (s *scheduleServer) idleClosed() int64 { return int64(s.d.Stats().Closed) }
-func (s *scheduleServer) lateness() []int64 { return s.late.get() }
-
-// memory is a sample of the process's memory use.
-type memory struct {
-	rss, heap, goroutines int64
-}
-
-// sampleMemory collects garbage, then samples.
-func sampleMemory() memory {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return memory{
-		rss:        residentSet(int64(ms.Sys)),
-		heap:       int64(ms.HeapAlloc + ms.StackInuse),
-		goroutines: int64(runtime.NumGoroutine()),
-	}
-}
-
-// startProfile starts a CPU profile into the file name.
-func startProfile(name string) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	return pprof.StartCPUProfile(f)
-}
+func (s *scheduleServer) lateness() []int64 { return s.late.Micros() }

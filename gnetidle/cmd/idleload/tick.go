@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-schedule/schedule/gnetidle/internal/gnetutil"
+	"github.com/go-schedule/schedule/internal/loadtest"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -48,7 +49,7 @@ type tickServer struct {
 	expired []*tickConn // OnTick's, reused from one call to the next
 	conns   atomic.Int64
 	closed  atomic.Int64 // closed for idleness
-	late    lateness
+	late    loadtest.Lateness
 }
 
 // tickConn is what the server keeps per connection, in its Context.
@@ -161,14 +162,14 @@ func (tc *tickConn) Run(context.Context) error {
 		return nil
 	}
 	s.closed.Add(1)
-	s.late.add(time.Duration(now - tc.lastRead.Load() - s.idle))
+	s.late.Add(time.Duration(now - tc.lastRead.Load() - s.idle))
 	return tc.loop.Close(tc.c) // on its own loop: OnClose runs now
 }
 
 func (s *tickServer) addr() string      { return s.srv.Addr }
 func (s *tickServer) open() int64       { return s.conns.Load() }
 func (s *tickServer) idleClosed() int64 { return s.closed.Load() }
-func (s *tickServer) lateness() []int64 { return s.late.get() }
+func (s *tickServer) lateness() []int64 { return s.late.Micros() }
 
 // expiryHeap is a min-heap of connections by expiry, for container/heap.
 type expiryHeap []*tickConn

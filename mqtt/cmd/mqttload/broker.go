@@ -7,15 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
-	"runtime"
-	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-schedule/schedule"
+	"github.com/go-schedule/schedule/internal/loadtest"
 	"github.com/go-schedule/schedule/mqtt"
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
@@ -23,31 +20,10 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
-// brokerConfig is one broker process's.
-type brokerConfig struct {
-	Mode    string // modeSchedule, modeMochi or modeBoth
-	Workers int
-	Listen  string
-	// CPUProfile, if not empty, is the file the broker writes a CPU profile
-	// of the measured window to.
-	CPUProfile string
-}
-
 // brokerResult is what a broker reports at the end of the window.
 type brokerResult struct {
-	// Connections open when the window started, and on average over it.
-	Conns    int64   `json:"conns"`
-	AvgConns float64 `json:"avg_conns"`
-	// Memory at the start of the window, less the same before any client
-	// connected: the resident set, and the Go heap plus goroutine stacks
-	// after a collection.
-	RSSDelta  int64 `json:"rss_delta"`
-	HeapDelta int64 `json:"heap_delta"`
-	// Goroutines at the start of the window, less those before.
-	Goroutines int64 `json:"goroutines"`
-	// CPU time of the process over the window, and the window's length.
-	CPU    time.Duration `json:"cpu"`
-	Window time.Duration `json:"window"`
+	// What the broker process used over the window.
+	loadtest.Usage
 	// Wills published, by the kind of client that left them.
 	WillsSilent int64 `json:"wills_silent"`
 	WillsLive   int64 `json:"wills_live"`
@@ -56,11 +32,8 @@ type brokerResult struct {
 	KeepAliveDisconnects int64 `json:"keepalive_disconnects"`
 	// Clients still watched by the hook (go-schedule only).
 	Watched int `json:"watched"`
-	// Packets the broker read over the window, and garbage collections.
-	Packets int64  `json:"packets"`
-	GCs     uint32 `json:"gcs"`
-	// Context switches of the process's threads over the window.
-	Switches int64 `json:"switches"`
+	// Packets the broker read over the window.
+	Packets int64 `json:"packets"`
 	// Wake-ups of the scheduler's owner goroutine over the window, and
 	// jobs it started (go-schedule only; see schedule.Stats).
 	Wakeups uint64 `json:"wakeups"`
@@ -104,9 +77,10 @@ func (*deadlineBack) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 	cl.State.Keepalive = pk.Connect.Keepalive
 }
 
-// runBroker runs one broker process: a mochi broker with either
-// keep-alive, until the end of its standard input.
-func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan string) error {
+// runBroker runs one broker process: a mochi broker with the keep-alive
+// c.Mode (modeSchedule, modeMochi or modeBoth), until the end of its
+// standard input.
+func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds <-chan string) error {
 	if c.Mode != modeSchedule && c.Mode != modeMochi && c.Mode != modeBoth {
 		return fmt.Errorf("unknown mode %q", c.Mode)
 	}
@@ -161,103 +135,43 @@ func runBroker(ctx context.Context, c brokerConfig, out *emitter, cmds <-chan st
 	if err := srv.Serve(); err != nil {
 		return err
 	}
-	base := sampleMemory()
-	out.emit(message{Event: "ready", Addr: tcp.Address()})
 
-	var res brokerResult
-	var start time.Time
-	var cpu0 time.Duration
-	var packets0, switches0 int64
-	var gc0 uint32
+	var packets0 int64
 	var sched0 schedule.Stats
-	var profile *os.File
-	stopProfile := func() error {
-		if profile == nil {
-			return nil
-		}
-		pprof.StopCPUProfile()
-		err := profile.Close()
-		profile = nil
+	err = loadtest.Serve(ctx, out, cmds, loadtest.Server[brokerResult]{
+		Addr:    tcp.Address(),
+		Open:    func() int64 { return atomic.LoadInt64(&srv.Info.ClientsConnected) },
+		Profile: c.Profile,
+		Begin: func() {
+			packets0 = atomic.LoadInt64(&srv.Info.PacketsReceived)
+			if sched != nil {
+				sched0 = sched.Stats()
+				sched.TakeMaxLateness()
+			}
+		},
+		End: func(u loadtest.Usage) brokerResult {
+			res := brokerResult{
+				Usage:                u,
+				Packets:              atomic.LoadInt64(&srv.Info.PacketsReceived) - packets0,
+				WillsSilent:          willsSilent.Load(),
+				WillsLive:            willsLive.Load(),
+				KeepAliveDisconnects: dc.keepAlive.Load(),
+			}
+			if sched != nil {
+				st := sched.Stats()
+				res.Wakeups, res.Fired = st.Wakeups-sched0.Wakeups, st.Fired-sched0.Fired
+				res.MaxJobLateness = sched.TakeMaxLateness()
+			}
+			if ka != nil {
+				res.Watched = ka.Len()
+			}
+			return res
+		},
+	})
+	if err != nil {
 		return err
 	}
-	defer stopProfile()
-	var connSum, connSamples atomic.Int64
-	stopSampling := make(chan struct{})
-	sampled := make(chan struct{})
-	connected := func() int64 { return atomic.LoadInt64(&srv.Info.ClientsConnected) }
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case cmd, ok := <-cmds:
-			if !ok {
-				if !start.IsZero() {
-					close(stopSampling)
-					<-sampled
-				}
-				return closeBroker(srv)
-			}
-			switch cmd {
-			case cmdGo:
-				m := sampleMemory()
-				res.Conns = connected()
-				res.RSSDelta = m.rss - base.rss
-				res.HeapDelta = m.heap - base.heap
-				res.Goroutines = m.goroutines - base.goroutines
-				if c.CPUProfile != "" {
-					if profile, err = startProfile(c.CPUProfile); err != nil {
-						return err
-					}
-				}
-				packets0, gc0 = atomic.LoadInt64(&srv.Info.PacketsReceived), m.gcs
-				if sched != nil {
-					sched0 = sched.Stats()
-					sched.TakeMaxLateness()
-				}
-				start, cpu0, switches0 = time.Now(), cpuTime(), contextSwitches()
-				go func() {
-					defer close(sampled)
-					t := time.NewTicker(100 * time.Millisecond)
-					defer t.Stop()
-					for {
-						connSum.Add(connected())
-						connSamples.Add(1)
-						select {
-						case <-t.C:
-						case <-stopSampling:
-							return
-						}
-					}
-				}()
-			case cmdReport:
-				res.CPU = cpuTime() - cpu0
-				res.Switches = contextSwitches() - switches0
-				res.Window = time.Since(start)
-				if err := stopProfile(); err != nil {
-					return err
-				}
-				res.Packets = atomic.LoadInt64(&srv.Info.PacketsReceived) - packets0
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				res.GCs = ms.NumGC - gc0
-				if sched != nil {
-					st := sched.Stats()
-					res.Wakeups, res.Fired = st.Wakeups-sched0.Wakeups, st.Fired-sched0.Fired
-					res.MaxJobLateness = sched.TakeMaxLateness()
-				}
-				if n := connSamples.Load(); n > 0 {
-					res.AvgConns = float64(connSum.Load()) / float64(n)
-				}
-				res.WillsSilent, res.WillsLive = willsSilent.Load(), willsLive.Load()
-				res.KeepAliveDisconnects = dc.keepAlive.Load()
-				if ka != nil {
-					res.Watched = ka.Len()
-				}
-				r := res
-				out.emit(message{Event: "result", Broker: &r})
-			}
-		}
-	}
+	return closeBroker(srv)
 }
 
 // closeBroker waits for the clients to leave, then closes srv: mochi's
@@ -271,40 +185,4 @@ func closeBroker(srv *mochi.Server) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return srv.Close()
-}
-
-// startProfile starts a CPU profile written to path, creating its
-// directory if need be.
-func startProfile(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// memory is a sample of the process's memory use.
-type memory struct {
-	rss, heap, goroutines int64
-	gcs                   uint32 // collections so far
-}
-
-// sampleMemory collects garbage, then samples.
-func sampleMemory() memory {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return memory{
-		rss:        residentSet(int64(ms.Sys)),
-		heap:       int64(ms.HeapAlloc + ms.StackInuse),
-		goroutines: int64(runtime.NumGoroutine()),
-		gcs:        ms.NumGC,
-	}
 }

@@ -68,24 +68,14 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
-)
 
-// Exit statuses.
-const (
-	exitPass  = 0
-	exitFail  = 1
-	exitUsage = 2
+	"github.com/go-schedule/schedule/internal/loadtest"
 )
 
 // Modes: which keep-alive a broker runs.
@@ -98,41 +88,12 @@ const (
 	modeBoth = "go-schedule+deadline"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(ctx, stop)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { loadtest.Main(run) }
 
-// run is main with its context, arguments and outputs made explicit; it
+// run is main with its context, arguments and streams made explicit; it
 // returns the exit status. A process started with -role is a broker or a
 // load process of a run; otherwise it runs the whole load test.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-role" || args[0] == "--role") {
-		return runChild(ctx, args, stdout, stderr)
-	}
-	cfg, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitPass
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "mqttload:", err)
-		fmt.Fprintln(stderr, "run 'mqttload -h' for the flags")
-		return exitUsage
-	}
-	rep, err := runLoad(ctx, cfg, stdout, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "mqttload:", err)
-		return exitFail
-	}
-	if bad := rep.failures(); len(bad) > 0 {
-		fmt.Fprintln(stderr, "mqttload: FAIL:", strings.Join(bad, "; "))
-		return exitFail
-	}
-	return exitPass
-}
+var run = loadtest.Command("mqttload", parseFlags, runLoad, runChild)
 
 // config is a whole run's.
 type config struct {
@@ -153,7 +114,7 @@ type config struct {
 }
 
 // silentCount is the number of clients that fall silent.
-func (c config) silentCount() int { return int(float64(c.Clients)*c.Silent + 0.5) }
+func (c config) silentCount() int { return loadtest.SilentCount(c.Clients, c.Silent) }
 
 // timeout is how long a client may stay silent: 1.5 × Keep Alive.
 func (c config) timeout() time.Duration { return time.Duration(c.KeepAlive) * 1500 * time.Millisecond }
@@ -161,20 +122,9 @@ func (c config) timeout() time.Duration { return time.Duration(c.KeepAlive) * 15
 func parseFlags(args []string, output io.Writer) (config, error) {
 	c := config{Clients: 10000, Silent: 0.1, KeepAlive: 4, Grace: 2 * time.Second,
 		PerProcess: 15000, Dialers: 64, Workers: 4, Seed: 1}
-	fs := flag.NewFlagSet("mqttload", flag.ContinueOnError)
-	fs.SetOutput(output)
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintln(w, "usage: mqttload [flags]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Load-tests MQTT keep-alive in mochi-mqtt brokers: the go-schedule hook against mochi's")
-		fmt.Fprintln(w, "own keep-alive, with paho clients that ping and bare clients that fall silent.")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Flags:")
-		fs.PrintDefaults()
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Exit status: 0 pass; 1 a count is wrong or the run failed; 2 invalid flags.")
-	}
+	fs := loadtest.NewFlagSet("mqttload", output,
+		"Load-tests MQTT keep-alive in mochi-mqtt brokers: the go-schedule hook against mochi's",
+		"own keep-alive, with paho clients that ping and bare clients that fall silent.")
 	mode := "both"
 	fs.IntVar(&c.Clients, "clients", c.Clients, "clients in all, live and silent")
 	fs.Float64Var(&c.Silent, "silent", c.Silent, "`share` of the clients that fall silent, from 0 to 1")
@@ -190,11 +140,8 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for the choice of the silent moments")
 	fs.BoolVar(&c.Together, "together", false, "run the keep-alives at the same time, each on its own brokers and load processes,\nwith their windows started together, so that they share the machine's load")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of each broker process over the window to `dir`/MODE-broker-N.pprof")
-	if err := fs.Parse(args); err != nil {
+	if err := loadtest.Parse(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if mode == "both" {
 		mode = modeSchedule + "," + modeMochi
@@ -221,25 +168,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	case c.PerProcess <= 0 || c.Dialers <= 0 || c.Workers <= 0 || c.Brokers < 0 || c.Loaders < 0:
 		return c, errors.New("-per-process, -dialers and -workers must be positive, -brokers and -loaders not negative")
 	}
-	if c.Brokers == 0 {
-		c.Brokers = ceilDiv(c.Clients, c.PerProcess)
-	}
-	if c.Loaders == 0 {
-		c.Loaders = ceilDiv(c.Clients, c.PerProcess)
-	}
-	if c.Loaders > 254 {
-		return c, errors.New("at most 254 load processes")
-	}
-	if n := ceilDiv(c.Clients, c.Brokers); n > c.PerProcess {
-		return c, fmt.Errorf("%d brokers would hold %d connections each, more than -per-process %d", c.Brokers, n, c.PerProcess)
-	}
-	if n := ceilDiv(c.Clients, c.Loaders); n > c.PerProcess {
-		return c, fmt.Errorf("%d load processes would hold %d connections each, more than -per-process %d", c.Loaders, n, c.PerProcess)
-	}
-	if lim, ok := openFileLimit(); ok && uint64(c.PerProcess)+200 > lim {
-		return c, fmt.Errorf("-per-process %d is too close to this machine's limit of %d open files per process", c.PerProcess, lim)
-	}
-	return c, nil
+	var err error
+	c.Brokers, c.Loaders, err = loadtest.Spread(c.Clients, c.PerProcess, c.Brokers, c.Loaders, "brokers")
+	return c, err
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -2,23 +2,21 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/go-schedule/schedule/internal/loadtest"
 )
 
 // TestMain runs the command's code as a child (broker or load process)
 // when the parent under test re-executes this test binary; otherwise it
 // runs the tests and fails the run if one leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
-	}
+	loadtest.RunIfChild(run)
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
 
@@ -35,9 +33,9 @@ func TestLoadCI(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"-clients", clients, "-silent", "0.25", "-keepalive", "2",
-		"-fall", "1s", "-grace", "1500ms", "-brokers", "2", "-loaders", "2", "-dialers", "16"}, &stdout, &stderr)
+		"-fall", "1s", "-grace", "1500ms", "-brokers", "2", "-loaders", "2", "-dialers", "16"}, nil, &stdout, &stderr)
 	t.Logf("report:\n%s", stdout.String())
-	if code != exitPass {
+	if code != loadtest.ExitPass {
 		t.Fatalf("exit status %d\n%s", code, stderr.String())
 	}
 	out := stdout.String()
@@ -60,9 +58,9 @@ func TestLoadCI(t *testing.T) {
 func TestLoadTogether(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"-clients", "100", "-silent", "0.25", "-keepalive", "2",
-		"-fall", "1s", "-grace", "1500ms", "-dialers", "16", "-together", "-mode", "mochi,go-schedule"}, &stdout, &stderr)
+		"-fall", "1s", "-grace", "1500ms", "-dialers", "16", "-together", "-mode", "mochi,go-schedule"}, nil, &stdout, &stderr)
 	t.Logf("report:\n%s", stdout.String())
-	require.Equal(t, exitPass, code, "exit status; standard error:\n%s", stderr.String())
+	require.Equal(t, loadtest.ExitPass, code, "exit status; standard error:\n%s", stderr.String())
 	out := stdout.String()
 	mochiAt, hookAt := strings.Index(out, "mochi deadline"), strings.Index(out, "go-schedule hook")
 	require.True(t, mochiAt >= 0 && hookAt >= 0, "the report lacks a keep-alive")
@@ -76,23 +74,23 @@ func TestLoadTogether(t *testing.T) {
 // that is off makes the run fail.
 func TestWrongCountsFail(t *testing.T) {
 	good := func() modeResult {
-		return modeResult{Mode: modeSchedule, Live: 90, Silent: 10,
-			Loaders: []loaderResult{{loaderCounts: loaderCounts{LiveConnected: 90, SilentConnected: 10, SilentClosed: 10}, Lateness: make([]int64, 10)}},
-			Brokers: []brokerResult{{WillsSilent: 10, KeepAliveDisconnects: 10, Conns: 100}},
-		}
+		return modeResult{Mode: modeSchedule, Live: 90, Silent: 10, Result: loadtest.Result[brokerResult]{
+			Loaders: []loadtest.LoadResult{{ClientCounts: loadtest.ClientCounts{LiveConnected: 90, SilentConnected: 10, SilentClosed: 10}, Lateness: make([]int64, 10)}},
+			Servers: []brokerResult{{WillsSilent: 10, KeepAliveDisconnects: 10, Usage: loadtest.Usage{Conns: 100}}},
+		}}
 	}
 	if f := (&report{modes: []modeResult{good()}}).failures(); len(f) != 0 {
 		t.Fatalf("a right run fails: %v", f)
 	}
 	for name, spoil := range map[string]func(*modeResult){
 		"silent not disconnected": func(m *modeResult) { m.Loaders[0].SilentClosed = 9 },
-		"will missing":            func(m *modeResult) { m.Brokers[0].WillsSilent = 9 },
-		"live will":               func(m *modeResult) { m.Brokers[0].WillsLive = 1 },
+		"will missing":            func(m *modeResult) { m.Servers[0].WillsSilent = 9 },
+		"live will":               func(m *modeResult) { m.Servers[0].WillsLive = 1 },
 		"live lost":               func(m *modeResult) { m.Loaders[0].LiveLost = 1 },
 		"silent lost too soon":    func(m *modeResult) { m.Loaders[0].SilentLostEarly = 1 },
 		"early":                   func(m *modeResult) { m.Loaders[0].Early = 1 },
 		"connect failed":          func(m *modeResult) { m.Loaders[0].Failed = 1 },
-		"broker count":            func(m *modeResult) { m.Brokers[0].KeepAliveDisconnects = 11 },
+		"broker count":            func(m *modeResult) { m.Servers[0].KeepAliveDisconnects = 11 },
 	} {
 		m := good()
 		spoil(&m)
@@ -129,7 +127,7 @@ func TestFlags(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if lim, ok := openFileLimit(); ok && lim < 30200 {
+	if lim, ok := loadtest.OpenFileLimit(); ok && lim < 30200 {
 		if _, err := parseFlags([]string{"-per-process", "30000"}, &out); err == nil {
 			t.Errorf("-per-process 30000 accepted with a limit of %d open files", lim)
 		}

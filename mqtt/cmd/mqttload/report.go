@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/go-schedule/schedule/internal/loadtest"
 )
 
 // report is a whole run's results.
@@ -30,51 +30,30 @@ func modeLabel(mode string) string {
 func writeHeader(w io.Writer, c config) {
 	s := c.silentCount()
 	fmt.Fprintf(w, "mqttload: %s clients: %s paho clients pinging, %s bare clients falling silent within %v\n",
-		commas(int64(c.Clients)), commas(int64(c.Clients-s)), commas(int64(s)), c.Fall)
+		loadtest.Commas(int64(c.Clients)), loadtest.Commas(int64(c.Clients-s)), loadtest.Commas(int64(s)), c.Fall)
 	fmt.Fprintf(w, "mqttload: keep-alive %ds (timeout %v), grace %v; for each keep-alive %s and %s; go-schedule pool of %d; seed %d\n",
-		c.KeepAlive, c.timeout(), c.Grace, plural(c.Brokers, "broker process", "broker processes"),
-		plural(c.Loaders, "load process", "load processes"), c.Workers, c.Seed)
+		c.KeepAlive, c.timeout(), c.Grace, loadtest.Plural(c.Brokers, "broker process", "broker processes"),
+		loadtest.Plural(c.Loaders, "load process", "load processes"), c.Workers, c.Seed)
 }
 
 // totals are a mode's figures, summed over its processes.
 type totals struct {
-	loaderCounts
-	early, willsSilent, willsLive, brokerKeepAlive int64
-	lateness                                       []int64 // µs, sorted
-	conns                                          int64
-	avgConns                                       float64
-	rss, heap, goroutines                          int64
-	cpu                                            time.Duration
-	window                                         time.Duration
-	packets, gcs, switches                         int64
-	wakeups, fired                                 uint64
-	maxJobLateness                                 time.Duration
-	errors                                         []string
+	loadtest.LoadResult                                    // merged
+	brokers                                 loadtest.Usage // summed
+	willsSilent, willsLive, brokerKeepAlive int64
+	packets                                 int64
+	wakeups, fired                          uint64
+	maxJobLateness                          time.Duration
 }
 
 func (m modeResult) totals() totals {
-	var t totals
-	for _, l := range m.Loaders {
-		t.add(l.loaderCounts)
-		t.early += l.Early
-		t.lateness = append(t.lateness, l.Lateness...)
-		t.errors = append(t.errors, l.Errors...)
-	}
-	slices.Sort(t.lateness)
-	for _, b := range m.Brokers {
+	t := totals{LoadResult: loadtest.MergeLoads(m.Loaders)}
+	for _, b := range m.Servers {
+		t.brokers.Add(b.Usage)
 		t.willsSilent += b.WillsSilent
 		t.willsLive += b.WillsLive
 		t.brokerKeepAlive += b.KeepAliveDisconnects
-		t.conns += b.Conns
-		t.avgConns += b.AvgConns
-		t.rss += b.RSSDelta
-		t.heap += b.HeapDelta
-		t.goroutines += b.Goroutines
-		t.cpu += b.CPU
-		t.window = max(t.window, b.Window)
 		t.packets += b.Packets
-		t.gcs += int64(b.GCs)
-		t.switches += b.Switches
 		t.wakeups += b.Wakeups
 		t.fired += b.Fired
 		t.maxJobLateness = max(t.maxJobLateness, b.MaxJobLateness)
@@ -87,43 +66,32 @@ func (r *report) failures() []string {
 	var f []string
 	for _, m := range r.modes {
 		for _, c := range m.checks() {
-			if !c.ok {
-				f = append(f, fmt.Sprintf("%s: %s %s", modeLabel(m.Mode), c.name, c.value))
+			if !c.OK {
+				f = append(f, fmt.Sprintf("%s: %s %s", modeLabel(m.Mode), c.Name, c.Value))
 			}
 		}
 	}
 	return f
 }
 
-// check is one count that must be right.
-type check struct {
-	name, value string
-	ok          bool
+// checks are the counts of a mode that must be right.
+func (m modeResult) checks() []loadtest.Check {
+	t := m.totals()
+	return []loadtest.Check{
+		loadtest.None("connections that failed", t.Failed),
+		loadtest.Exact("silent clients disconnected / expected", t.SilentClosed, m.Silent),
+		loadtest.Exact("wills published / expected", t.willsSilent, m.Silent),
+		loadtest.Exact("keep-alive disconnects seen by the brokers", t.brokerKeepAlive, m.Silent),
+		loadtest.None("live clients wrongly disconnected", t.LiveLost+t.SilentLostEarly),
+		loadtest.None("wills of live clients published", t.willsLive),
+		loadtest.None("silent clients disconnected early", t.Early),
+	}
 }
 
-func (m modeResult) checks() []check {
-	t := m.totals()
-	of := func(got int64, want int) (string, bool) {
-		return commas(got) + " / " + commas(int64(want)), got == int64(want)
-	}
-	zero := func(got int64) (string, bool) { return commas(got), got == 0 }
-	var cs []check
-	add := func(name string, v string, ok bool) { cs = append(cs, check{name, v, ok}) }
-	v, ok := zero(t.Failed)
-	add("connections that failed", v, ok)
-	v, ok = of(t.SilentClosed, m.Silent)
-	add("silent clients disconnected / expected", v, ok)
-	v, ok = of(t.willsSilent, m.Silent)
-	add("wills published / expected", v, ok)
-	v, ok = of(t.brokerKeepAlive, m.Silent)
-	add("keep-alive disconnects seen by the brokers", v, ok)
-	v, ok = zero(t.LiveLost + t.SilentLostEarly)
-	add("live clients wrongly disconnected", v, ok)
-	v, ok = zero(t.willsLive)
-	add("wills of live clients published", v, ok)
-	v, ok = zero(t.early)
-	add("silent clients disconnected early", v, ok)
-	return cs
+// column is a mode's column in the report's table.
+type column struct {
+	m modeResult
+	t totals
 }
 
 // write prints the modes side by side.
@@ -131,102 +99,72 @@ func (r *report) write(w io.Writer) {
 	if len(r.modes) == 0 {
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(name string, cells ...string) {
-		fmt.Fprintf(tw, "%s\t%s\t\n", name, strings.Join(cells, "\t"))
-	}
-	var head []string
-	var ts []totals
+	var cols []column
 	for _, m := range r.modes {
-		head = append(head, modeLabel(m.Mode))
-		ts = append(ts, m.totals())
+		cols = append(cols, column{m, m.totals()})
 	}
 	fmt.Fprintln(w)
-	row("", head...)
-	each := func(f func(m modeResult, t totals) string) []string {
-		var out []string
-		for i, m := range r.modes {
-			out = append(out, f(m, ts[i]))
-		}
-		return out
+	tab := loadtest.NewTable(w, 0, cols, func(c column) string { return modeLabel(c.m.Mode) })
+	tab.Row("connect time", func(c column) string { return c.m.ConnectTime.Round(10 * time.Millisecond).String() })
+	for i, check := range r.modes[0].checks() {
+		tab.Row(check.Name, func(c column) string { return c.m.checks()[i].Cell() })
 	}
-	row("connect time", each(func(m modeResult, _ totals) string { return m.ConnectTime.Round(10 * time.Millisecond).String() })...)
-	for i := range r.modes[0].checks() {
-		row(r.modes[0].checks()[i].name, each(func(m modeResult, _ totals) string {
-			c := m.checks()[i]
-			mark := "ok"
-			if !c.ok {
-				mark = "WRONG"
-			}
-			return c.value + "  " + mark
-		})...)
-	}
-	for _, q := range []struct {
-		name string
-		p    float64
-	}{{"detection lateness p50", 0.50}, {"detection lateness p99", 0.99}, {"detection lateness max", 1}} {
-		row(q.name, each(func(_ modeResult, t totals) string { return lateness(t.lateness, q.p) })...)
-	}
-	row("broker memory per connection (RSS)", each(func(_ modeResult, t totals) string { return perConn(t.rss, t.conns) })...)
-	row("broker Go heap + stacks per connection", each(func(_ modeResult, t totals) string { return perConn(t.heap, t.conns) })...)
-	row("broker goroutines per connection", each(func(_ modeResult, t totals) string {
-		if t.conns == 0 {
+	tab.Quantiles("detection lateness", func(c column) []int64 { return c.t.Lateness })
+	tab.Row("broker memory per connection (RSS)", func(c column) string { return perConn(c.t.brokers.RSSDelta, c.t.brokers.Conns) })
+	tab.Row("broker Go heap + stacks per connection", func(c column) string { return perConn(c.t.brokers.HeapDelta, c.t.brokers.Conns) })
+	tab.Row("broker goroutines per connection", func(c column) string {
+		b := c.t.brokers
+		if b.Conns == 0 {
 			return "-"
 		}
-		return strconv.FormatFloat(float64(t.goroutines)/float64(t.conns), 'f', 2, 64)
-	})...)
-	row("broker CPU per connection", each(func(_ modeResult, t totals) string {
-		if t.avgConns == 0 || t.window == 0 || t.cpu == 0 {
+		return strconv.FormatFloat(float64(b.GoroutinesDelta)/float64(b.Conns), 'f', 2, 64)
+	})
+	tab.Row("broker CPU per connection", func(c column) string {
+		us, ok := loadtest.CPUPerConn(c.t.brokers.CPU, c.t.brokers.Window, c.t.brokers.AvgConns)
+		return loadtest.OrDash(ok, strconv.FormatFloat(us, 'f', 2, 64)+" µs/s")
+	})
+	tab.Row("broker CPU, all brokers", func(c column) string {
+		b := c.t.brokers
+		if b.Window == 0 || b.CPU == 0 {
 			return "-"
 		}
-		us := float64(t.cpu.Microseconds()) / t.window.Seconds() / t.avgConns
-		return strconv.FormatFloat(us, 'f', 2, 64) + " µs/s"
-	})...)
-	row("broker CPU, all brokers", each(func(_ modeResult, t totals) string {
-		if t.window == 0 || t.cpu == 0 {
+		return strconv.FormatFloat(100*b.CPU.Seconds()/b.Window.Seconds(), 'f', 1, 64) + "% of a core"
+	})
+	tab.Row("packets read by the brokers per second", func(c column) string {
+		if c.t.brokers.Window == 0 {
 			return "-"
 		}
-		return strconv.FormatFloat(100*t.cpu.Seconds()/t.window.Seconds(), 'f', 1, 64) + "% of a core"
-	})...)
-	row("packets read by the brokers per second", each(func(_ modeResult, t totals) string {
-		if t.window == 0 {
+		return loadtest.Commas(int64(float64(c.t.packets)/c.t.brokers.Window.Seconds() + 0.5))
+	})
+	tab.Row("broker CPU per packet read", func(c column) string {
+		if c.t.packets == 0 || c.t.brokers.CPU == 0 {
 			return "-"
 		}
-		return commas(int64(float64(t.packets)/t.window.Seconds() + 0.5))
-	})...)
-	row("broker CPU per packet read", each(func(_ modeResult, t totals) string {
-		if t.packets == 0 || t.cpu == 0 {
+		return strconv.FormatFloat(float64(c.t.brokers.CPU.Nanoseconds())/1e3/float64(c.t.packets), 'f', 2, 64) + " µs"
+	})
+	tab.Row("broker context switches per packet read", func(c column) string {
+		if c.t.packets == 0 {
 			return "-"
 		}
-		return strconv.FormatFloat(float64(t.cpu.Nanoseconds())/1e3/float64(t.packets), 'f', 2, 64) + " µs"
-	})...)
-	row("broker context switches per packet read", each(func(_ modeResult, t totals) string {
-		if t.packets == 0 {
+		return strconv.FormatFloat(float64(c.t.brokers.Switches)/float64(c.t.packets), 'f', 2, 64)
+	})
+	tab.Row("garbage collections in the window, all brokers", func(c column) string { return loadtest.Commas(int64(c.t.brokers.GCs)) })
+	tab.Row("scheduler wake-ups per second / jobs run, all brokers", func(c column) string {
+		if c.m.Mode == modeMochi || c.t.brokers.Window == 0 {
 			return "-"
 		}
-		return strconv.FormatFloat(float64(t.switches)/float64(t.packets), 'f', 2, 64)
-	})...)
-	row("garbage collections in the window, all brokers", each(func(_ modeResult, t totals) string { return commas(t.gcs) })...)
-	row("scheduler wake-ups per second / jobs run, all brokers", each(func(m modeResult, t totals) string {
-		if m.Mode == modeMochi || t.window == 0 {
+		return strconv.FormatFloat(float64(c.t.wakeups)/c.t.brokers.Window.Seconds(), 'f', 1, 64) + " / " + loadtest.Commas(int64(c.t.fired))
+	})
+	tab.Row("largest lateness of a scheduler job start", func(c column) string {
+		if c.m.Mode == modeMochi {
 			return "-"
 		}
-		return strconv.FormatFloat(float64(t.wakeups)/t.window.Seconds(), 'f', 1, 64) + " / " + commas(int64(t.fired))
-	})...)
-	row("largest lateness of a scheduler job start", each(func(m modeResult, t totals) string {
-		if m.Mode == modeMochi {
-			return "-"
-		}
-		return lateness([]int64{t.maxJobLateness.Microseconds()}, 1)
-	})...)
-	row("connections at the window's start", each(func(_ modeResult, t totals) string { return commas(t.conns) })...)
-	row("CPU time, brokers / load processes, whole run", each(func(m modeResult, _ totals) string {
-		return m.BrokerCPU.Round(10*time.Millisecond).String() + " / " + m.LoaderCPU.Round(10*time.Millisecond).String()
-	})...)
-	row("peak memory of a broker / load process", each(func(m modeResult, _ totals) string {
-		return mib(m.BrokerPeak) + " / " + mib(m.LoaderPeak)
-	})...)
-	tw.Flush()
+		return loadtest.FormatQuantile([]int64{c.t.maxJobLateness.Microseconds()}, 1)
+	})
+	tab.Row("connections at the window's start", func(c column) string { return loadtest.Commas(c.t.brokers.Conns) })
+	tab.Row("CPU time, brokers / load processes, whole run", func(c column) string { return c.m.CPU() })
+	tab.Row("peak memory of a broker / load process", func(c column) string { return c.m.Peak() })
+	tab.Flush()
 	if rs := r.ratios(); len(rs) > 0 {
 		fmt.Fprintln(w)
 		for _, r := range rs {
@@ -237,9 +175,9 @@ func (r *report) write(w io.Writer) {
 	fmt.Fprintln(w, "lateness: from a silent client's last packet + 1.5 × keep-alive to the end of its connection, seen by the client")
 	fmt.Fprintln(w, "memory: at the window's start, after a collection, less the same before any client connected")
 	fmt.Fprintln(w, "CPU: broker processes over the window (pings, silent clients' disconnects and wills), per average open connection")
-	for i, m := range r.modes {
-		if len(ts[i].errors) > 0 {
-			fmt.Fprintf(w, "%s, first errors:\n  %s\n", modeLabel(m.Mode), strings.Join(ts[i].errors, "\n  "))
+	for _, c := range cols {
+		if len(c.t.Errors) > 0 {
+			fmt.Fprintf(w, "%s, first errors:\n  %s\n", modeLabel(c.m.Mode), strings.Join(c.t.Errors, "\n  "))
 		}
 	}
 }
@@ -268,16 +206,15 @@ func (r *report) ratios() []ratio {
 		return strconv.FormatFloat(a/b, 'f', 2, 64) + "×"
 	}
 	perConnCPU := func(t *totals) float64 {
-		if t.avgConns == 0 || t.window == 0 {
+		b := t.brokers
+		if b.AvgConns == 0 || b.Window == 0 {
 			return 0
 		}
-		return t.cpu.Seconds() / t.window.Seconds() / t.avgConns
+		return b.CPU.Seconds() / b.Window.Seconds() / b.AvgConns
 	}
 	p99 := func(t *totals) float64 {
-		if len(t.lateness) == 0 {
-			return 0
-		}
-		return float64(t.lateness[int(0.99*float64(len(t.lateness)-1))])
+		d, _ := loadtest.Quantile(t.Lateness, 0.99)
+		return float64(d)
 	}
 	var rs []ratio
 	for _, m := range r.modes {
@@ -290,51 +227,10 @@ func (r *report) ratios() []ratio {
 	return rs
 }
 
-// lateness formats quantile p of the sorted latenesses in µs.
-func lateness(sorted []int64, p float64) string {
-	if len(sorted) == 0 {
-		return "-"
-	}
-	i := int(p * float64(len(sorted)-1))
-	d := time.Duration(sorted[i]) * time.Microsecond
-	switch {
-	case d < 10*time.Millisecond && d > -10*time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	default:
-		return d.Round(time.Millisecond).String()
-	}
-}
-
 // perConn formats bytes per connection.
 func perConn(bytes, conns int64) string {
 	if conns == 0 {
 		return "-"
 	}
 	return strconv.FormatFloat(float64(bytes)/float64(conns)/1024, 'f', 1, 64) + " KiB"
-}
-
-// mib formats bytes in MiB, or "-" for 0 (not measured).
-func mib(b int64) string {
-	if b == 0 {
-		return "-"
-	}
-	return strconv.FormatInt(b>>20, 10) + " MiB"
-}
-
-// commas formats n with thousands separators.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package loadtest
 
 import (
 	"os"
@@ -17,8 +17,8 @@ func contextSwitches() int64 { return 0 }
 // system.
 func residentSet(fallback int64) int64 { return fallback }
 
-// openFileLimit is not known on this system.
-func openFileLimit() (uint64, bool) { return 0, false }
+// OpenFileLimit returns false: the limit is not known on this system.
+func OpenFileLimit() (uint64, bool) { return 0, false }
 
-// peakRSS is not measured on this system.
-func peakRSS(*os.ProcessState) int64 { return 0 }
+// PeakRSS returns 0: the peak resident set is not measured on this system.
+func PeakRSS(*os.ProcessState) int64 { return 0 }

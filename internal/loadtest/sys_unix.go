@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package loadtest
 
 import (
 	"os"
@@ -17,6 +17,17 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// contextSwitches returns the number of times this process's threads
+// gave up their processor, voluntarily (to wait: an idle thread going to
+// sleep, a goroutine blocking in a system call) or not.
+func contextSwitches() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return int64(ru.Nvcsw) + int64(ru.Nivcsw)
 }
 
 // residentSet returns the process's resident set size in bytes, or
@@ -37,8 +48,10 @@ func residentSet(fallback int64) int64 {
 	return pages * int64(os.Getpagesize())
 }
 
-// openFileLimit returns the process's limit on open files.
-func openFileLimit() (uint64, bool) {
+// OpenFileLimit returns the process's hard limit on open files, which the
+// Go runtime raises the soft limit to at start, and false where the
+// system does not tell.
+func OpenFileLimit() (uint64, bool) {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return 0, false
@@ -46,12 +59,12 @@ func openFileLimit() (uint64, bool) {
 	return uint64(l.Max), true
 }
 
-// peakRSS returns the peak resident set of the exited process ps, in
-// bytes.
-func peakRSS(ps *os.ProcessState) int64 {
+// PeakRSS returns the peak resident set of the exited process ps, in
+// bytes, or 0 where the system does not tell.
+func PeakRSS(ps *os.ProcessState) int64 {
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
 	if !ok {
 		return 0
 	}
-	return maxrssBytes(ru.Maxrss)
+	return maxrssBytes(int64(ru.Maxrss))
 }

@@ -1,6 +1,0 @@
-//go:build darwin
-
-package main
-
-// maxrssBytes converts getrusage's ru_maxrss, in bytes on macOS.
-func maxrssBytes(v int64) int64 { return v }

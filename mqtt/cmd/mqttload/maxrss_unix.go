@@ -1,6 +1,0 @@
-//go:build unix && !darwin
-
-package main
-
-// maxrssBytes converts getrusage's ru_maxrss, in kilobytes here.
-func maxrssBytes(v int64) int64 { return v * 1024 }
