@@ -188,7 +188,16 @@ var shardHints = sync.Pool{New: func() any { return &shardHint{k: rand.Uint32() 
 func (sl *slab) alloc() (slot uint32, t *task, k uint8, ok bool) {
 	h := shardHints.Get().(*shardHint)
 	defer shardHints.Put(h)
+	return sl.allocHinted(h)
+}
+
+// allocHinted is alloc starting from the shard hint names, which it
+// updates to the shard it took the slot from.
+func (sl *slab) allocHinted(h *shardHint) (slot uint32, t *task, k uint8, ok bool) {
 	sh := sl.lockAnyShard(h)
+	if len(sh.free) == 0 && sh.left == 0 {
+		sh = sl.switchToFree(sh, h)
+	}
 	slot, t, ok = sl.allocFrom(sh, uint8(h.k))
 	sh.mu.Unlock()
 	return slot, t, uint8(h.k), ok
@@ -207,6 +216,30 @@ func (sl *slab) lockAnyShard(hint *shardHint) *slabShard {
 	}
 	sh := &sl.shards[hint.k]
 	sh.mu.Lock()
+	return sh
+}
+
+// switchToFree is for a shard sh, locked, that would have to add a chunk
+// to hand out a slot: if another shard has free slots, it unlocks sh and
+// returns that one, locked, and leaves its number in hint; otherwise it
+// returns sh. Slots go back to the shard they came from, so a caller that
+// keeps to one shard while the slots it frees belong to others would
+// otherwise add chunks while the others' free slots pile up; the next adds
+// on this processor keep to the shard found.
+func (sl *slab) switchToFree(sh *slabShard, hint *shardHint) *slabShard {
+	for i := uint32(1); i < shardCount; i++ {
+		k := (hint.k + i) % shardCount
+		other := &sl.shards[k]
+		if !other.mu.TryLock() {
+			continue
+		}
+		if len(other.free) > 0 {
+			sh.mu.Unlock()
+			hint.k = k
+			return other
+		}
+		other.mu.Unlock()
+	}
 	return sh
 }
 

@@ -188,3 +188,30 @@ func TestTombstonesNeverReachAChunkGivenBack(t *testing.T) {
 	assert.LessOrEqual(t, liveChunks(s), 2*shardCount)
 	s.step(at + int64(2*time.Hour)) // nothing left to pop
 }
+
+// An add whose shard would have to add a chunk takes a free slot of
+// another shard instead, and keeps to that shard: slots go back to the
+// shard they came from, so a caller that keeps to one shard while it frees
+// the slots of others would otherwise grow the slab while free slots pile
+// up elsewhere.
+func TestAllocTakesAnotherShardsFreeSlotBeforeAddingAChunk(t *testing.T) {
+	s := bare(EagerCancel)
+	h := &shardHint{k: 3}
+	var slots []uint32
+	for range 10 {
+		slot, _, k, ok := s.slab.allocHinted(h)
+		require.True(t, ok)
+		require.Equal(t, uint8(3), k)
+		slots = append(slots, slot)
+	}
+	s.slab.free(slots) // back to shard 3's free list
+	chunks := liveChunks(s)
+
+	h.k = 0 // a shard with no chunk yet
+	slot, _, k, ok := s.slab.allocHinted(h)
+	require.True(t, ok)
+	assert.Equal(t, uint8(3), k, "the slot comes from the shard with free slots")
+	assert.Equal(t, uint32(3), h.k, "later adds keep to that shard")
+	assert.Contains(t, slots, slot)
+	assert.Equal(t, chunks, liveChunks(s), "no chunk added")
+}
