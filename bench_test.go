@@ -336,7 +336,8 @@ func heapBytes() uint64 {
 }
 
 // BenchmarkMemoryPerTask reports the heap bytes each pending task costs at
-// 1M pending, from an empty scheduler; the runtime row is AfterFunc timers.
+// 1M pending, from an empty scheduler, the caller's TaskID included; the
+// runtime row is AfterFunc timers, the caller's *time.Timer included.
 func BenchmarkMemoryPerTask(b *testing.B) {
 	const n = 1_000_000
 	for _, st := range schedtest.Strategies {
@@ -348,13 +349,15 @@ func BenchmarkMemoryPerTask(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				for i := range n {
-					if _, err := s.ScheduleOne(nop, far(i)); err != nil {
+				ids := make([]schedule.TaskID, n) // the caller's handles, as the runtime row keeps its timers
+				for i := range ids {
+					if ids[i], err = s.ScheduleOne(nop, far(i)); err != nil {
 						b.Fatal(err)
 					}
 				}
 				s.Settle()
 				per = float64(heapBytes()-before) / n
+				runtime.KeepAlive(ids)
 				// Wait for the pool's goroutines too, so that none of this
 				// scheduler is still reachable when the next round measures.
 				if err := s.ShutdownContext(context.Background()); err != nil {
@@ -368,14 +371,20 @@ func BenchmarkMemoryPerTask(b *testing.B) {
 		var per float64
 		for b.Loop() {
 			before := heapBytes()
+			var ran sync.WaitGroup
+			ran.Add(n)
 			timers := make([]*time.Timer, n)
 			for i := range timers {
-				timers[i] = time.AfterFunc(far(i), nop)
+				timers[i] = time.AfterFunc(far(i), ran.Done)
 			}
 			per = float64(heapBytes()-before) / n
+			// Fire them rather than stop them: a stopped timer can stay in
+			// the runtime's timer heap, and so in the next round's before,
+			// until its P next tidies that heap; a fired one leaves at once.
 			for _, t := range timers {
-				t.Stop()
+				t.Reset(0)
 			}
+			ran.Wait()
 		}
 		b.ReportMetric(per, "B/task")
 	})
