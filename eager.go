@@ -39,7 +39,7 @@ func (e *eager) index(slot uint32, t *task) (int, bool) {
 	return i, i < e.o.heap.len() && e.o.heap.items[i].slot == slot
 }
 
-func (*eager) discarded()       {}
+func (*eager) discarded(int)    {}
 func (*eager) tidy()            {}
 func (*eager) beforeTrim() bool { return true }
 func (*eager) beforeSleep()     {}

@@ -77,7 +77,7 @@ func (l *lazy) movedEarlier(slot uint32, t *task, when int64) {
 // remove is never called: lazy cancel sends no removals.
 func (*lazy) remove(uint32, *task) {}
 
-func (l *lazy) discarded() { l.dead.Store(l.dead.Load() - 1) }
+func (l *lazy) discarded(n int) { l.dead.Store(l.dead.Load() - int64(n)) }
 
 func (l *lazy) tidy() {
 	if d := l.tombstones(); d > 0 && rebuildShare*d > int64(l.o.heap.len()) {

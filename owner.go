@@ -186,7 +186,7 @@ func (o *owner) apply(r op) {
 	switch r.kind {
 	case opAdd:
 		if wordStatus(w) == statusCancelled {
-			o.cancel.discarded()
+			o.cancel.discarded(1)
 			o.drop(r.slot, t)
 			return
 		}
@@ -225,13 +225,13 @@ func (o *owner) runDue(now int64) {
 		t := o.slab.at(e.slot)
 		if !o.cancel.current(e, t) {
 			o.heap.pop() // a tombstone
-			o.cancel.discarded()
+			o.cancel.discarded(1)
 			continue
 		}
 		w := t.word.Load()
 		if wordStatus(w) == statusCancelled {
 			o.heap.pop()
-			o.cancel.discarded()
+			o.cancel.discarded(1)
 			o.drop(e.slot, t)
 			continue
 		}
@@ -383,12 +383,10 @@ func (o *owner) rebuild() {
 	for _, e := range items {
 		t := o.slab.at(e.slot)
 		if !o.cancel.current(e, t) {
-			o.cancel.discarded()
 			continue
 		}
 		w := t.word.Load()
 		if wordStatus(w) == statusCancelled {
-			o.cancel.discarded()
 			o.drop(e.slot, t)
 			continue
 		}
@@ -396,6 +394,7 @@ func (o *owner) rebuild() {
 		items[kept] = e
 		kept++
 	}
+	o.cancel.discarded(len(items) - kept) // once: callers read the count
 	o.heap.items = items[:kept]
 	o.heap.heapify()
 	o.heap.trim()

@@ -54,9 +54,9 @@ type canceller interface {
 	// remove takes the cancelled task t's entry out of the heap, and drops
 	// the owner's hold on it.
 	remove(slot uint32, t *task)
-	// discarded counts a dead entry that left the heap, or the add of a
+	// discarded counts n dead entries that left the heap, or the add of a
 	// task cancelled before its entry was pushed.
-	discarded()
+	discarded(n int)
 	// tidy runs once per loop iteration, and beforeSleep before the owner
 	// sleeps. beforeTrim runs when the slab has chunks to give back, and
 	// reports whether it may now: no entry may name a slot of such a chunk.
