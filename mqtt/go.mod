@@ -5,7 +5,6 @@ go 1.25
 replace github.com/go-schedule/schedule => ../
 
 require (
-	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/go-schedule/schedule v0.0.0-00010101000000-000000000000
 	github.com/mochi-mqtt/server/v2 v2.7.9
 	github.com/stretchr/testify v1.12.1
@@ -17,7 +16,6 @@ require (
 	github.com/panjf2000/ants/v2 v2.12.1 // indirect
 	github.com/rs/xid v1.4.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/net v0.44.0 // indirect
 	golang.org/x/sync v0.17.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

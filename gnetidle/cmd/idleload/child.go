@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/go-schedule/schedule/internal/loadtest"
+	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
 // The processes of a run talk in lines: see package loadtest. A server's

@@ -29,7 +29,7 @@
 //
 // Usage, from the module's directory (gnetidle/):
 //
-//	go run ./cmd/idleload [flags]
+//	cd gnetidle/cmd/idleload && go run . [flags]
 //
 // The flags are:
 //
@@ -73,7 +73,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-schedule/schedule/internal/loadtest"
+	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
 // The servers measured.

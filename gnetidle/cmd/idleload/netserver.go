@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-schedule/schedule/internal/loadtest"
+	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
 // netServer is the standard library's way: a goroutine per connection,

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/go-schedule/schedule"
-	"github.com/go-schedule/schedule/internal/loadtest"
+	"github.com/go-schedule/schedule/bench/loadtest"
 	"github.com/go-schedule/schedule/mqtt"
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"io"
 
-	"github.com/go-schedule/schedule/internal/loadtest"
+	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
 // The processes of a run talk in lines: see package loadtest. A broker is

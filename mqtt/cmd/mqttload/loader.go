@@ -7,7 +7,7 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
-	"github.com/go-schedule/schedule/internal/loadtest"
+	"github.com/go-schedule/schedule/bench/loadtest"
 	"github.com/go-schedule/schedule/mqtt"
 	"github.com/go-schedule/schedule/mqtt/internal/wire"
 )

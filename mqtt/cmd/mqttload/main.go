@@ -23,7 +23,7 @@
 //
 // Usage:
 //
-//	go run ./cmd/mqttload [flags]
+//	cd mqtt/cmd/mqttload && go run . [flags]
 //
 // The flags are:
 //
@@ -75,7 +75,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-schedule/schedule/internal/loadtest"
+	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
 // Modes: which keep-alive a broker runs.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/go-schedule/schedule/internal/loadtest"
+	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
 // TestMain runs the command's code as a child (broker or load process)

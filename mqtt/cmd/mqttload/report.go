@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-schedule/schedule/internal/loadtest"
+	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
 // report is a whole run's results.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-schedule/schedule/internal/loadtest"
+	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
 // modeResult is one keep-alive's measurement.

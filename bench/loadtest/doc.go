@@ -1,5 +1,6 @@
 // Package loadtest is the plumbing shared by the repository's load commands
-// (mqttload in the mqtt module, idleload in the gnetidle module). It imports
+// (mqtt/cmd/mqttload and gnetidle/cmd/idleload, modules of their own that
+// are run from a clone and never published). It imports
 // only the standard library.
 //
 // A run is one parent process and its children: server processes (gateway
