@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/go-schedule/schedule"
+	"github.com/go-schedule/schedule/bench/loadtest"
 	"github.com/go-schedule/schedule/gnetidle"
 	"github.com/go-schedule/schedule/gnetidle/internal/gnetutil"
-	"github.com/go-schedule/schedule/bench/loadtest"
 	"github.com/panjf2000/gnet/v2"
 )
 

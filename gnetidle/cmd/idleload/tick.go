@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-schedule/schedule/gnetidle/internal/gnetutil"
 	"github.com/go-schedule/schedule/bench/loadtest"
+	"github.com/go-schedule/schedule/gnetidle/internal/gnetutil"
 	"github.com/panjf2000/gnet/v2"
 )
 
