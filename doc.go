@@ -58,8 +58,8 @@
 //   - TaskIDs are never 0 and never reused, and an ID of one Scheduler does
 //     not name a task of another.
 //   - Bad input gets an error (ErrNilJob, ErrInvalidInterval,
-//     ErrInvalidWorkers, ErrBlockingPool, ErrTooManyTasks, ErrShutdown),
-//     never a panic.
+//     ErrInvalidWorkers, ErrNilPool, ErrBlockingPool, ErrNilLogger,
+//     ErrUnknownStrategy, ErrTooManyTasks, ErrShutdown), never a panic.
 //   - A job that can no longer run is not kept reachable: cancelling a task
 //     or shutting down lets its job, and what it captures, go.
 //

@@ -23,8 +23,9 @@ var (
 	ErrTooManyTasks = errors.New("schedule: too many tasks")
 
 	// ErrBlockingPool is returned by New when the pool given to WithPool
-	// blocks its callers while every worker is busy. Build it with
-	// ants.WithNonblocking(true).
+	// blocks its callers while every worker is busy (build it with
+	// ants.WithNonblocking(true)), or when New cannot tell whether it does:
+	// a pool New cannot vouch for is refused rather than risked.
 	ErrBlockingPool = errors.New("schedule: WithPool needs a non-blocking pool (ants.WithNonblocking(true))")
 
 	// ErrNilPool is returned by New for WithPool(nil).

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"log/slog"
 
 	"github.com/panjf2000/ants/v2"
@@ -44,7 +45,8 @@ func WithCancelStrategy(c CancelStrategy) Option {
 // WithPool makes the Scheduler run its jobs on p instead of on a pool of its
 // own. p must be non-blocking (built with ants.WithNonblocking(true)), so
 // that the scheduler never waits inside ants; New returns ErrBlockingPool
-// otherwise, and ErrNilPool for a nil p. The Scheduler occupies at most
+// otherwise, also when it cannot tell whether p blocks, and ErrNilPool for
+// a nil p. The Scheduler occupies at most
 // New's workers of p's workers at once and never releases p;
 // WithPoolOptions are ignored.
 //
@@ -60,7 +62,13 @@ func WithPool(p *ants.Pool) Option {
 			cfg.reject(ErrNilPool)
 			return
 		}
-		if nb, known := nonblocking(p); known && !nb {
+		switch nb, known := nonblocking(p); {
+		case !known:
+			// Fail closed: a pool whose mode cannot be read may block, and
+			// a blocking Submit would stall every job of the scheduler.
+			cfg.reject(fmt.Errorf("%w: cannot read whether this pool blocks (an ants release newer than go-schedule knows?); use New's own pool", ErrBlockingPool))
+			return
+		case !nb:
 			cfg.reject(ErrBlockingPool)
 			return
 		}

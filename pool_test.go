@@ -94,6 +94,18 @@ func TestWithPoolRejectsABlockingPool(t *testing.T) {
 	}
 }
 
+// A pool whose mode New cannot read is refused, not risked: the zero
+// ants.Pool has none of the fields nonblocking reads, which is what a pool
+// of an ants release with another layout looks like to it.
+func TestWithPoolRefusesAPoolItCannotRead(t *testing.T) {
+	for _, st := range schedtest.Strategies {
+		s, err := st.New(1, schedule.WithPool(new(ants.Pool)))
+		assert.ErrorIs(t, err, schedule.ErrBlockingPool, st.String())
+		assert.ErrorContains(t, err, "cannot read", st.String())
+		assert.Nil(t, s)
+	}
+}
+
 // A shared pool busy with work that is not the scheduler's: the due job
 // waits, shutdown does not wait for the pool, and the job is counted as
 // dropped.

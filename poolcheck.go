@@ -11,8 +11,9 @@ import (
 //
 // ants exposes a pool's options to no one, and the scheduler must never
 // call a Submit that can wait (see fire.go), so WithPool reads the flag
-// where ants v2 keeps it. TestWithPoolRejectsABlockingPool pins that
-// layout: an ants release that moves it fails that test, not a user.
+// where ants v2 keeps it, and refuses a pool when it cannot (known false).
+// TestWithPoolRejectsABlockingPool pins that layout: an ants release that
+// moves it fails that test before it refuses a user's pool.
 func nonblocking(p *ants.Pool) (nonblocking, known bool) {
 	v := reflect.ValueOf(p).Elem()
 	common := v.FieldByName("poolCommon")
