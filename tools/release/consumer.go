@@ -58,6 +58,7 @@ func NewConsumer(dir, proxyDir, rootPath string) (*Consumer, error) {
 		"GOFLAGS":     "-mod=mod -modcacherw",
 		"GOWORK":      "off",
 		"GOTOOLCHAIN": "local",
+		"GOBIN":       filepath.Join(dir, "gobin"),
 	}
 	env := []string{}
 	for _, kv := range os.Environ() {
@@ -147,7 +148,19 @@ func (c *Consumer) Check(r *Repo, m *Module, v string) (string, error) {
 			return "", err
 		}
 	}
-	return fmt.Sprintf("go get %s@%s; %d package(s) imported and run, %d command(s) built", m.Path, v, len(libs), len(cmds)), nil
+	installed := ""
+	if len(cmds) > 0 && len(m.File.Replace) == 0 {
+		// go install cmd@version refuses a module whose go.mod has replace
+		// directives; one without them must install this way.
+		for _, p := range cmds {
+			if _, err := c.run(dir, "go", "install", p.ImportPath+"@"+v); err != nil {
+				return "", err
+			}
+		}
+		installed = " and installed with go install"
+	}
+	return fmt.Sprintf("go get %s@%s; %d package(s) imported and run, %d command(s) built%s",
+		m.Path, v, len(libs), len(cmds), installed), nil
 }
 
 // run runs a command in dir and returns its combined output; an error

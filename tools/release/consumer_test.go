@@ -53,3 +53,16 @@ func TestConsumerFailsOnASubModuleThatRequiresTheZeroPseudoVersion(t *testing.T)
 	assert.Contains(t, err.Error(), "go get example.com/proj/sub@v0.1.0")
 	assert.Contains(t, err.Error(), zero)
 }
+
+func TestConsumerInstallsTheCommandsOfAModuleWithoutReplaces(t *testing.T) {
+	files := goodTree()
+	files["cmd/tool/main.go"] = "package main\n\nimport proj \"example.com/proj\"\n\nfunc main() { println(proj.Hello()) }\n"
+	r := discover(t, files)
+	c := offlineConsumer(t, r)
+
+	summary, err := c.Check(r, r.RootModule(), "v0.1.0")
+
+	require.NoError(t, err)
+	assert.Contains(t, summary, "1 command(s) built and installed with go install")
+	assert.FileExists(t, filepath.Join(c.Dir, "gobin", "tool"))
+}

@@ -12,7 +12,9 @@
 // every published module as the release version on a file-system module
 // proxy in a temporary directory, and for each published module builds and
 // runs a fresh consumer module that gets it from that proxy with no replace
-// directive. The release version is the one at which the repository's
+// directive, imports each of its packages, and builds its commands (and
+// installs them with go install <command>@<version> when the module's go.mod
+// has no replace directive, as go install requires). The release version is the one at which the repository's
 // modules require one another, unless -version names it. It prints one line
 // per module and exits 1 if anything fails.
 //
