@@ -45,8 +45,10 @@ func check(r *Repo, v string, keep bool, stdout, stderr io.Writer) error {
 	}
 	proxy := filepath.Join(tmp, "proxy")
 	progress("publishing the working tree as %s to a file-system proxy", v)
-	if err := Publish(r, published, v, proxy); err != nil {
-		return fmt.Errorf("publishing: %w", err)
+	for _, m := range published {
+		if err := publish(r, m, v, proxy); err != nil {
+			failures[m] = append(failures[m], "publishing: "+err.Error())
+		}
 	}
 	c, err := NewConsumer(tmp, proxy, r.RootModule().Path)
 	if err != nil {
@@ -55,7 +57,7 @@ func check(r *Repo, v string, keep bool, stdout, stderr io.Writer) error {
 	c.Progress = progress
 	for _, m := range published {
 		if len(failures[m]) > 0 {
-			progress("%s: skipping its consumer build (go.mod rules fail)", m.Path)
+			progress("%s: no consumer build: it breaks a go.mod rule (reported below)", m.Path)
 			continue
 		}
 		progress("%s: a consumer module gets it and builds every package", m.Path)
@@ -67,23 +69,34 @@ func check(r *Repo, v string, keep bool, stdout, stderr io.Writer) error {
 		results[m] = summary
 	}
 
+	width := dirWidth(r)
 	failed := false
 	for _, m := range r.Modules {
-		name := m.Dir
 		if fs := failures[m]; len(fs) > 0 {
 			failed = true
-			fmt.Fprintf(stdout, "FAIL  %-24s %s\n", name, strings.Join(fs, "\n      "+strings.Repeat(" ", 25)))
+			indent := "\n" + strings.Repeat(" ", len("FAIL  ")+width+1)
+			fmt.Fprintf(stdout, "FAIL  %-*s %s\n", width, m.Dir, strings.Join(fs, indent))
 			continue
 		}
 		if !m.Published {
-			fmt.Fprintf(stdout, "ok    %-24s unpublished (%s); go.mod rules hold\n", name, m.Why)
+			fmt.Fprintf(stdout, "ok    %-*s unpublished (%s); go.mod rules hold\n", width, m.Dir, m.Why)
 			continue
 		}
-		fmt.Fprintf(stdout, "ok    %-24s %s (tag %s)\n", name, results[m], m.Tag(v))
+		fmt.Fprintf(stdout, "ok    %-*s %s (tag %s)\n", width, m.Dir, results[m], m.Tag(v))
 	}
 	progress("done in %s", time.Since(start).Round(100*time.Millisecond))
 	if failed {
 		return errFailed
 	}
 	return nil
+}
+
+// dirWidth returns the length of the longest module directory, to align
+// the report.
+func dirWidth(r *Repo) int {
+	w := 0
+	for _, m := range r.Modules {
+		w = max(w, len(m.Dir))
+	}
+	return w
 }

@@ -111,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if !m.Published {
 				state = "unpublished (" + m.Why + ")"
 			}
-			fmt.Fprintf(stdout, "%-24s %-48s %s\n", m.Dir, m.Path, state)
+			fmt.Fprintf(stdout, "%-*s %s: %s\n", dirWidth(r), m.Dir, m.Path, state)
 		}
 		return nil
 	}
