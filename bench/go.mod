@@ -5,7 +5,7 @@ go 1.25
 require (
 	github.com/RussellLuo/timingwheel v0.0.0-20220218152713-54845bda3108
 	github.com/antlabs/timer v0.1.4
-	github.com/go-schedule/schedule v0.0.0-00010101000000-000000000000
+	github.com/go-schedule/schedule v0.1.0
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/stretchr/testify v1.12.1
 	github.com/zeromicro/go-zero v1.10.3

@@ -5,7 +5,7 @@ go 1.25
 replace github.com/go-schedule/schedule => ../
 
 require (
-	github.com/go-schedule/schedule v0.0.0-00010101000000-000000000000
+	github.com/go-schedule/schedule v0.1.0
 	github.com/mochi-mqtt/server/v2 v2.7.9
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

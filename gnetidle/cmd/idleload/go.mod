@@ -11,9 +11,9 @@ replace (
 )
 
 require (
-	github.com/go-schedule/schedule v0.0.0-00010101000000-000000000000
-	github.com/go-schedule/schedule/bench v0.0.0-00010101000000-000000000000
-	github.com/go-schedule/schedule/gnetidle v0.0.0-00010101000000-000000000000
+	github.com/go-schedule/schedule v0.1.0
+	github.com/go-schedule/schedule/bench v0.1.0
+	github.com/go-schedule/schedule/gnetidle v0.1.0
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

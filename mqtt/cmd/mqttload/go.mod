@@ -12,9 +12,9 @@ replace (
 
 require (
 	github.com/eclipse/paho.mqtt.golang v1.5.1
-	github.com/go-schedule/schedule v0.0.0-00010101000000-000000000000
-	github.com/go-schedule/schedule/bench v0.0.0-00010101000000-000000000000
-	github.com/go-schedule/schedule/mqtt v0.0.0-00010101000000-000000000000
+	github.com/go-schedule/schedule v0.1.0
+	github.com/go-schedule/schedule/bench v0.1.0
+	github.com/go-schedule/schedule/mqtt v0.1.0
 	github.com/mochi-mqtt/server/v2 v2.7.9
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
