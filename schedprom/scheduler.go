@@ -47,9 +47,9 @@ const (
 // NewCollector returns a collector of s's metrics (see the package
 // documentation for the list). Each Collect reads one s.Stats snapshot and
 // changes nothing: any number of registries and scrapers may read s at
-// once, each seeing every count. A Collect costs s nothing on its hot
-// paths: it reads counters, it takes no lock that a Schedule, Reset or job
-// start takes, and it allocates only on the scraping goroutine.
+// once, each seeing every count. A Collect adds nothing to s's hot paths:
+// it reads atomic counters, takes the run queue's lock once (as a job
+// start does), and allocates only on the scraping goroutine.
 //
 // Options set the namespace (default "schedule"), a subsystem and
 // constant labels. With a nil s, Register returns ErrNilScheduler.

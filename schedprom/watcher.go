@@ -57,7 +57,8 @@ func newWatcherCollector(w Watcher, prefix, watchedHelp, expiredHelp string, opt
 	return &collector{
 		descs: descsOf(vs),
 		collect: func(ch chan<- prometheus.Metric) {
-			// Expired first: a key counted there has left Len already.
+			// Two reads, not one snapshot: a key that expires between
+			// them counts in neither for this scrape, never in both.
 			st := watcherStats{expired: w.Expired()}
 			st.watched = w.Len()
 			send(ch, vs, &st)

@@ -63,7 +63,8 @@ func (ms *metricsServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	// Expired before Len: a key counted there has left the Monitor.
+	// Expired before Len, as schedprom reads them: a key that expires in
+	// between counts in neither, never in both.
 	expired := src.m.Expired()
 	_ = writeMetrics(&b, src.s.Stats(), src.m.Len(), expired)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
