@@ -75,8 +75,9 @@ type Stats struct {
 // of readers (two Prometheus servers scraping one process) each see every
 // count. When requests wait in the owner's inbox, it also wakes the owner
 // to apply them (see HeapEntries), which counts in Wakeups of the next
-// snapshot; with nothing waiting, two calls in a row with nothing scheduled,
-// cancelled or run in between return equal snapshots.
+// snapshot. Two calls with nothing happening in between (nothing
+// scheduled, cancelled, reset or run, and the owner asleep) return equal
+// snapshots.
 func (s *Scheduler) Stats() Stats {
 	var st Stats
 	// Outcomes first, then what they came from (see Stats); a start adds
