@@ -38,8 +38,9 @@
 // epoll_wait, whose timeout is in whole milliseconds, so on an otherwise
 // idle machine a job starts up to about a millisecond late
 // (golang/go#53824). The scheduler adds no mechanism of its own to beat
-// that: it sleeps on its Go timer only. Stats.Lateness and TakeMaxLateness
-// report how late jobs started.
+// that: it sleeps on its Go timer only. Stats.Lateness, a histogram with
+// buckets from 100 µs to 10 s, and Stats.LatenessSum report how late jobs
+// started.
 //
 // The owner goroutine wakes for deadlines that really come due, for
 // requests that cannot wait, and, at most ten times a second, to fix the

@@ -95,31 +95,65 @@ func TestLatenessHistogramCountsEveryStart(t *testing.T) {
 		hold := make(chan struct{})
 		_, err := s.ScheduleOne(func() { <-hold }, time.Second-time.Millisecond) // first, and on time
 		require.NoError(t, err)
-		_, err = s.ScheduleOne(nop, time.Second) // 50 ms late
+		_, err = s.ScheduleOne(nop, time.Second) // 40 ms late
 		require.NoError(t, err)
-		schedtest.Advance(time.Second + 50*time.Millisecond)
+		schedtest.Advance(time.Second + 40*time.Millisecond)
 		close(hold)
 		schedtest.Advance(time.Millisecond)
 		stats := s.Stats()
 		var want [schedule.LatenessBuckets]uint64
 		want[0] = 1 // the first job, on time
-		want[3] = 1 // the second, in (10 ms, 100 ms]
+		want[8] = 1 // the second, in (25 ms, 50 ms]
 		assert.Equal(t, want, stats.Lateness)
 		assert.Equal(t, uint64(2), stats.Fired)
+		assert.Equal(t, 40*time.Millisecond, stats.LatenessSum, "the on-time start adds nothing")
 	})
 }
 
 // The histogram's bounds are the ones LatenessBounds documents, in
 // increasing order, and a caller cannot change them.
 func TestLatenessBoundsAreTheDocumentedOnes(t *testing.T) {
+	const us, ms, sec = time.Microsecond, time.Millisecond, time.Second
 	want := [schedule.LatenessBuckets - 1]time.Duration{
-		100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond,
-		100 * time.Millisecond, time.Second, 10 * time.Second,
+		100 * us, 250 * us, 500 * us,
+		1 * ms, 2500 * us, 5 * ms,
+		10 * ms, 25 * ms, 50 * ms,
+		100 * ms, 250 * ms, 500 * ms,
+		1 * sec, 2500 * ms, 5 * sec,
+		10 * sec,
 	}
 	bounds := schedule.LatenessBounds()
 	assert.Equal(t, want, bounds)
 	bounds[0] = time.Hour
 	assert.Equal(t, want, schedule.LatenessBounds(), "the bounds are handed out by value")
+}
+
+// Reading Stats takes nothing away: with nothing scheduled, cancelled or
+// run in between, a second snapshot equals the first, and TakeMaxLateness,
+// which resets its own interval, leaves Stats as it was.
+func TestStatsReadsWithoutChangingTheCounters(t *testing.T) {
+	schedtest.EachStrategy(t, 1, func(t *testing.T, s *schedule.Scheduler) {
+		hold := make(chan struct{})
+		_, err := s.ScheduleOne(func() { <-hold }, time.Second-time.Millisecond)
+		require.NoError(t, err)
+		_, err = s.ScheduleOne(nop, time.Second) // 3 ms late
+		require.NoError(t, err)
+		for i := range 10 {
+			_, err = s.ScheduleOne(nop, time.Duration(i+1)*time.Hour)
+			require.NoError(t, err)
+		}
+		schedtest.Advance(time.Second + 3*time.Millisecond)
+		close(hold)
+		schedtest.Advance(time.Millisecond)
+		first := settledStats(s)
+		require.Equal(t, uint64(2), first.Fired)
+		require.Equal(t, 10, first.Pending)
+		for range 10 {
+			assert.Equal(t, first, s.Stats())
+		}
+		assert.Equal(t, 3*time.Millisecond, s.TakeMaxLateness())
+		assert.Equal(t, first, s.Stats(), "TakeMaxLateness resets its interval only")
+	})
 }
 
 // Snapshots taken in real time while many goroutines schedule and cancel,

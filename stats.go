@@ -53,24 +53,40 @@ type Stats struct {
 	// itself wakes the owner when requests wait (see HeapEntries).
 	Wakeups uint64
 	// MaxLateness is the largest delay seen between a job's deadline and
-	// the moment a worker started it, over the scheduler's life. For the
-	// largest delay per interval, see TakeMaxLateness.
+	// the moment a worker started it, over the scheduler's life.
 	MaxLateness time.Duration
 	// Lateness counts job starts by lateness: Lateness[i] counts the starts
 	// at most LatenessBounds()[i] late (and more than LatenessBounds()[i-1]),
-	// and the last element those later than every bound. The counts suit a
-	// Prometheus histogram once summed cumulatively.
+	// and the last element those later than every bound. Its elements add
+	// up to the starts counted; Fired, read after them, is at least that.
+	// With LatenessSum, and summed cumulatively, they make a Prometheus
+	// histogram.
 	Lateness [LatenessBuckets]uint64
+	// LatenessSum is the total lateness of the starts counted in Lateness
+	// (read after it, so it may include a few starts more). Like
+	// sql.DBStats.WaitDuration it is a count of nanoseconds in an int64: it
+	// wraps around after 292 years of lateness in all (292 years of a
+	// thousand starts a second, each a millisecond late).
+	LatenessSum time.Duration
 }
 
-// Stats returns a snapshot of the scheduler's counters.
+// Stats returns a snapshot of the scheduler's counters. It only reads: it
+// resets nothing and takes nothing away from the next caller, so any number
+// of readers (two Prometheus servers scraping one process) each see every
+// count. When requests wait in the owner's inbox, it also wakes the owner
+// to apply them (see HeapEntries), which counts in Wakeups of the next
+// snapshot. Two calls with nothing happening in between (nothing
+// scheduled, cancelled, reset or run, and the owner asleep) return equal
+// snapshots.
 func (s *Scheduler) Stats() Stats {
 	var st Stats
-	// Outcomes first, then what they came from (see Stats).
+	// Outcomes first, then what they came from (see Stats); a start adds
+	// to fired, then to the lateness sum, then to its bucket.
 	st.Panics = s.out.panics.Load()
 	for i := range st.Lateness {
 		st.Lateness[i] = s.out.lateness[i].Load()
 	}
+	st.LatenessSum = time.Duration(s.out.lateSum.Load())
 	st.Fired = s.out.fired.Load()
 	st.Skipped = s.out.skipped.Load()
 	st.Dropped = s.out.dropped.Load()
@@ -92,9 +108,14 @@ func (s *Scheduler) Stats() Stats {
 
 // TakeMaxLateness returns the largest delay between a job's deadline and
 // its start seen since the previous call (or since New), and starts a new
-// interval. A metrics exporter calls it once per scrape to report lateness
-// per interval rather than over the scheduler's whole life. It returns 0
-// when no job started in the interval.
+// interval. It returns 0 when no job started in the interval.
+//
+// Each call resets the interval for every caller, so it suits one reader
+// only, such as a load test that reports the worst lateness per phase. A
+// metrics exporter must not call it: two scrapers (a pair of Prometheus
+// servers) would each see only the starts since the other's scrape. Export
+// Stats instead: Lateness and LatenessSum as a histogram, whose quantiles
+// over any window a query can compute, and MaxLateness.
 func (s *Scheduler) TakeMaxLateness() time.Duration {
 	return time.Duration(s.out.recent.Swap(0))
 }

@@ -2,6 +2,9 @@ package schedule
 
 import (
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // Helpers of the white-box tests, which drive the owner's steps by hand on
@@ -40,3 +43,27 @@ func (s *Scheduler) step(now int64) {
 }
 
 func nop() {}
+
+// A start exactly as late as a bucket's bound counts in that bucket, and
+// one a nanosecond later in the next; every start adds to the sum.
+func TestLatenessBucketsIncludeTheirBound(t *testing.T) {
+	for i, b := range latenessBounds {
+		var c outcomes
+		c.started(int64(b))
+		c.started(int64(b) + 1)
+		assert.Equal(t, uint64(1), c.lateness[i].Load(), "bound %v", b)
+		assert.Equal(t, uint64(1), c.lateness[i+1].Load(), "bound %v + 1 ns", b)
+		assert.Equal(t, int64(2*b+1), c.lateSum.Load())
+	}
+}
+
+// Counting a start allocates nothing: it is on the path of every job.
+func TestCountingAStartAllocatesNothing(t *testing.T) {
+	var c outcomes
+	late := int64(0)
+	allocs := testing.AllocsPerRun(1000, func() {
+		c.started(late)
+		late += int64(time.Millisecond)
+	})
+	assert.Zero(t, allocs)
+}

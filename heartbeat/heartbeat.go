@@ -45,12 +45,13 @@ const shardCount = 256
 // it lives as long as its scheduler, and Shutdown of the scheduler ends
 // every watch without calling expired.
 type Monitor[K comparable] struct {
-	s       *schedule.Scheduler
-	timeout time.Duration
-	expired func(K)
-	seed    maphash.Seed
-	fire    func(schedule.TaskID, any) // m.onDeadline, made once
-	shards  [shardCount]shard[K]
+	s        *schedule.Scheduler
+	timeout  time.Duration
+	expired  func(K)
+	seed     maphash.Seed
+	fire     func(schedule.TaskID, any) // m.onDeadline, made once
+	shards   [shardCount]shard[K]
+	expiries counter // calls of expired (stats.go)
 }
 
 // shard is one part of the key index; mu guards it. A key is watched
@@ -205,6 +206,7 @@ func (m *Monitor[K]) onDeadline(id schedule.TaskID, arg any) {
 	}
 	m.unwatch(sh, h, key)
 	sh.mu.Unlock()
+	m.expiries.add()
 	m.expired(key)
 }
 

@@ -55,6 +55,12 @@
 //	-drivers n       goroutines sending heartbeats (default GOMAXPROCS)
 //	-grace d         wait after the last silent device's deadline (default 500ms)
 //	-seed n          seed for the choice of silent devices and the timings (default 1)
+//	-metrics addr    serve the Prometheus metrics of the scheduler and the Monitor at
+//	                 http://addr/metrics while the run lasts (port 0: any free port; the
+//	                 address is printed on standard error)
+//
+// The metrics are those the schedprom module exports (schedule_*), written
+// by the program itself: the module it lives in depends on ants only.
 //
 // The exit status is
 //
@@ -119,6 +125,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.Interactive = isTerminal(stderr)
 	cfg.MeasureMemory = true
 
+	if cfg.MetricsAddr != "" {
+		ms, err := listenMetrics(cfg.MetricsAddr)
+		if err != nil {
+			fmt.Fprintln(stderr, "heartbeat: metrics:", err)
+			return exitFail
+		}
+		defer ms.close()
+		cfg.Started = ms.watch
+		fmt.Fprintln(stderr, "heartbeat: metrics at", ms.url())
+	}
+
 	writeHeader(stdout, cfg)
 	res, err := Run(ctx, cfg)
 	if err != nil {
@@ -172,6 +189,7 @@ func parseFlags(args []string, output io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Drivers, "drivers", cfg.Drivers, "goroutines sending heartbeats")
 	fs.DurationVar(&cfg.Grace, "grace", cfg.Grace, "wait after the last silent device's deadline before counting")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for the choice of silent devices and the timings")
+	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics while the run lasts (host:port; port 0 picks one)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

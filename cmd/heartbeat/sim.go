@@ -42,6 +42,13 @@ type Config struct {
 
 	// MeasureMemory enables the heap measurements (each one a full GC).
 	MeasureMemory bool
+
+	// Started, when not nil, is called once the scheduler and the Monitor
+	// exist, before the first device connects; both stay readable after
+	// Run returns. MetricsAddr, when not empty, is where main serves
+	// /metrics (Run does not use it).
+	Started     func(*schedule.Scheduler, *heartbeat.Monitor[int32])
+	MetricsAddr string
 }
 
 // DefaultConfig returns the configuration of a plain `go run ./cmd/heartbeat`.
@@ -328,6 +335,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	s.mon = mon
+	if cfg.Started != nil {
+		cfg.Started(sched, mon)
+	}
 
 	// Every device connects: its first Beat starts its watch, and the
 	// connection counts as its first sign of life. Devices connect
