@@ -3,6 +3,7 @@ package gnetidle
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"testing"
 	"testing/synctest"
@@ -613,4 +614,52 @@ func BenchmarkWatchRead(b *testing.B) {
 	for i := range ws {
 		ws[i].Stop()
 	}
+}
+
+func TestEndlessReaderTimeoutKeepsTheWriterTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Timeouts{Reader: math.MaxInt64, Writer: 300 * time.Millisecond})
+		settle(time.Second) // a clock past the epoch, as any but the first instant
+		c := h.open(h.loop())
+		settle(time.Second)
+
+		calls := h.handled()
+		require.Len(t, calls, 1)
+		assert.Equal(t, WriterIdle, calls[0].ev.State)
+		assertAt(t, 1300*time.Millisecond, calls[0].at, "writer idle")
+		assert.False(t, c.open)
+	})
+}
+
+func TestEndlessWriterTimeoutKeepsTheReaderTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Timeouts{Reader: 300 * time.Millisecond, Writer: math.MaxInt64})
+		settle(time.Second) // a clock past the epoch, as any but the first instant
+		c := h.open(h.loop())
+		settle(time.Second)
+
+		calls := h.handled()
+		require.Len(t, calls, 1)
+		assert.Equal(t, ReaderIdle, calls[0].ev.State)
+		assertAt(t, 1300*time.Millisecond, calls[0].at, "reader idle")
+		assert.False(t, c.open)
+	})
+}
+
+func TestEndlessTimeoutSetLaterKeepsTheOtherTimeouts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Timeouts{Reader: time.Minute})
+		settle(time.Second)
+		c := h.open(h.loop())
+		settle(time.Second)
+		c.loop.do(func() {
+			require.NoError(t, c.watch.SetTimeouts(Timeouts{Reader: 300 * time.Millisecond, All: math.MaxInt64}))
+		})
+		settle(time.Second)
+
+		calls := h.handled()
+		require.Len(t, calls, 1)
+		assert.Equal(t, ReaderIdle, calls[0].ev.State)
+		assertAt(t, 2*time.Second, calls[0].at, "at once: idle for a second already")
+	})
 }

@@ -14,6 +14,16 @@ import (
 // never is a deadline that does not come.
 const never = math.MaxInt64
 
+// after returns the deadline d after at, or never when the sum would pass
+// it: a timeout of math.MaxInt64 must not wrap round to a deadline in the
+// past. at is never negative, and d is positive.
+func after(at, d int64) int64 {
+	if d > never-at {
+		return never
+	}
+	return at + d
+}
+
 // Watch is the idle state of one connection. The zero value is ready for
 // Detector.Start; a Watch serves one connection, once, and must not be
 // copied after Start. Embed it in the struct a server keeps per connection
@@ -110,7 +120,7 @@ func (w *Watch) active(s State) (now int64) {
 	w.fired &^= 1<<s | 1<<AllIdle
 	for _, st := range [...]State{s, AllIdle} {
 		if t := w.timeouts[st]; t > 0 {
-			w.due[st] = now + t
+			w.due[st] = after(now, t)
 		}
 	}
 	w.rearm(now)
@@ -172,7 +182,7 @@ func (w *Watch) setTimeouts(t Timeouts, now int64) error {
 		d := int64(t.of(s))
 		w.timeouts[s] = d
 		if d > 0 {
-			w.due[s] = w.lastActive(s) + d
+			w.due[s] = after(w.lastActive(s), d)
 		}
 	}
 	next := w.earliest()
@@ -195,7 +205,7 @@ func (w *Watch) setTimeouts(t Timeouts, now int64) error {
 			return err
 		}
 		w.task = id
-		w.armed = now + every
+		w.armed = after(now, every)
 	}
 	w.rearm(now)
 	return nil
@@ -285,7 +295,7 @@ func (w *Watch) run() error {
 		w.fired |= 1 << s
 		// The next Event of this state, if the connection stays idle, is
 		// a whole timeout after this one, whatever the Handler takes.
-		w.due[s] = now + t
+		w.due[s] = after(now, t)
 		d.events[s].Add(1)
 		switch d.handler(w.conn, e) {
 		case gnet.Close:
