@@ -663,3 +663,31 @@ func TestEndlessTimeoutSetLaterKeepsTheOtherTimeouts(t *testing.T) {
 		assertAt(t, 2*time.Second, calls[0].at, "at once: idle for a second already")
 	})
 }
+
+func TestHandlerThatStopsTheWatchStillClosesTheConnection(t *testing.T) {
+	for _, byFd := range []bool{false, true} {
+		name := map[bool]string{false: "Stop", true: "Closed"}[byFd]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, Timeouts{Reader: time.Second})
+				h.byFd = byFd
+				h.action = func(c *fakeConn, _ Event) gnet.Action {
+					if byFd {
+						h.d.Closed(c)
+					} else {
+						c.watch.Stop()
+					}
+					return gnet.Close
+				}
+				c := h.open(h.loop())
+				settle(2 * time.Second)
+
+				require.Len(t, h.handled(), 1)
+				assert.False(t, c.open, "the Action is applied whatever became of the watch")
+				assert.Equal(t, 1, c.closes)
+				assert.Equal(t, uint64(1), h.d.Stats().Closed)
+				assert.Equal(t, 0, h.d.Len())
+			})
+		})
+	}
+}

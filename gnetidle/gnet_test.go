@@ -539,3 +539,21 @@ func TestGnetWrapClosesIdleConnectionsAndLeavesTheContext(t *testing.T) {
 	assert.Equal(t, uint64(1), d.Stats().Closed)
 	assert.Equal(t, 0, d.Len())
 }
+
+func TestGnetHandlerThatStopsTheWatchStillCloses(t *testing.T) {
+	srv, addr := startServer(t, gnetidle.Timeouts{Reader: 200 * time.Millisecond}, func(srv *server) {
+		srv.onIdle = func(_ gnet.Conn, ss *session, _ gnetidle.Event) gnet.Action {
+			ss.idle.Stop()
+			return gnet.Close
+		}
+	})
+	c := dial(t, addr)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+	_, err := c.Read(make([]byte, 1))
+	assert.True(t, closedByServer(err), "closed by the server: %v", err)
+	srv.waitAllClosed(t, 1)
+
+	_, _, idle, _ := srv.counts()
+	assert.Equal(t, 1, idle)
+	assert.Equal(t, uint64(1), srv.d.Stats().Closed)
+}

@@ -297,16 +297,18 @@ func (w *Watch) run() error {
 		// a whole timeout after this one, whatever the Handler takes.
 		w.due[s] = after(now, t)
 		d.events[s].Add(1)
-		switch d.handler(w.conn, e) {
+		// The Handler may stop the Watch, which lets go of the connection:
+		// its Action still applies to the connection it was called for.
+		c := w.conn
+		switch d.handler(c, e) {
 		case gnet.Close:
-			if w.status == watching {
-				d.closed.Add(1)
-				// On its own event loop, so gnet closes it now and calls
-				// OnClose, which stops the Watch. Stop again in case
-				// OnClose does not.
-				_ = w.loop.Close(w.conn)
-				w.Stop()
-			}
+			d.closed.Add(1)
+			// On its own event loop, so gnet closes it now and calls
+			// OnClose, which stops the Watch; gnet ignores the close of a
+			// connection the Handler closed itself. Stop again in case
+			// OnClose does not.
+			_ = w.loop.Close(c)
+			w.Stop()
 			return nil
 		case gnet.Shutdown:
 			return errorx.ErrEngineShutdown
