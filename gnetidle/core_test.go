@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -690,4 +692,33 @@ func TestHandlerThatStopsTheWatchStillClosesTheConnection(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRefusedConnectionIsNeverCounted reads Len and Stats from another
+// goroutine while connections are refused by a shut-down scheduler: a
+// connection counts only once it is watched, so neither ever sees one.
+func TestRefusedConnectionIsNeverCounted(t *testing.T) {
+	s, err := schedule.New(1)
+	require.NoError(t, err)
+	s.Shutdown()
+	d, err := New(s, Timeouts{Reader: time.Second}, nil)
+	require.NoError(t, err)
+
+	var done atomic.Bool
+	var seen atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !done.Load() {
+			if d.Len() != 0 || d.Stats().Watched != 0 {
+				seen.Add(1)
+			}
+		}
+	})
+	c := &fakeConn{loop: new(fakeLoop), fd: 3}
+	for range 20_000 {
+		require.ErrorIs(t, d.Start(c, new(Watch)), schedule.ErrShutdown)
+	}
+	done.Store(true)
+	wg.Wait()
+	assert.Zero(t, seen.Load(), "reads that counted a refused connection")
 }

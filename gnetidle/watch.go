@@ -82,11 +82,16 @@ func (d *Detector) StartWith(c gnet.Conn, w *Watch, t Timeouts) error {
 	w.lastRead, w.lastWrite = now, now
 	w.armed = never
 	w.status = watching
-	d.watched.Add(1)
 	if err := w.setTimeouts(t, now); err != nil {
-		w.Stop()
+		// No task exists: there is nothing to cancel, and the connection
+		// was never counted.
+		w.status = stopped
+		w.conn = nil
 		return fmt.Errorf("gnetidle: cannot watch the connection: %w", err)
 	}
+	// Counted only once scheduled, so that Len never counts a connection
+	// that is refused.
+	d.watched.Add(1)
 	return nil
 }
 
