@@ -11,18 +11,22 @@ import (
 	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
 )
 
-// never is a deadline that does not come.
-const never = math.MaxInt64
-
-// after returns the deadline d after at, or never when the sum would pass
-// it: a timeout of math.MaxInt64 must not wrap round to a deadline in the
-// past. at is never negative, and d is positive.
+// after returns the deadline d after at, saturating at math.MaxInt64 rather
+// than wrapping round to a deadline in the past: a timeout of
+// math.MaxInt64 must not turn the others off. A deadline has no "never" of
+// its own here: the Scheduler treats a delay beyond its horizon as never,
+// so a saturated deadline never comes. at is never negative, and d is
+// positive.
 func after(at, d int64) int64 {
-	if d > never-at {
-		return never
+	if d > math.MaxInt64-at {
+		return math.MaxInt64
 	}
 	return at + d
 }
+
+// unarmed is the value of Watch.armed when the deadline the task is armed
+// for is not known; deadlines are never negative.
+const unarmed = -1
 
 // Watch is the idle state of one connection. The zero value is ready for
 // Detector.Start; a Watch serves one connection, once, and must not be
@@ -45,7 +49,7 @@ type Watch struct {
 	due       [numStates]int64 // when each enabled state's next Event is due
 	lastRead  int64
 	lastWrite int64
-	armed     int64 // the deadline the task was last set to, as far as known
+	armed     int64 // the deadline the task was last set to, or unarmed
 	fired     uint8 // bit s: an Event of state s since its last activity
 	status    uint8
 }
@@ -80,7 +84,7 @@ func (d *Detector) StartWith(c gnet.Conn, w *Watch, t Timeouts) error {
 	now := d.now()
 	w.d, w.conn, w.loop = d, c, c.EventLoop()
 	w.lastRead, w.lastWrite = now, now
-	w.armed = never
+	w.armed = unarmed
 	w.status = watching
 	if err := w.setTimeouts(t, now); err != nil {
 		// No task exists: there is nothing to cancel, and the connection
@@ -190,13 +194,12 @@ func (w *Watch) setTimeouts(t Timeouts, now int64) error {
 			w.due[s] = after(w.lastActive(s), d)
 		}
 	}
-	next := w.earliest()
-	if next == never {
+	if _, ok := w.earliest(); !ok {
 		if w.task != 0 {
 			w.d.s.CancelTask(w.task)
 			w.task = 0
 		}
-		w.armed = never
+		w.armed = unarmed
 		return nil
 	}
 	if w.task == 0 {
@@ -227,21 +230,21 @@ func (w *Watch) lastActive(s State) int64 {
 	return max(w.lastRead, w.lastWrite)
 }
 
-// earliest is the earliest deadline of the enabled states, never when none
-// is enabled.
-func (w *Watch) earliest() int64 {
-	next := int64(never)
+// earliest is the earliest deadline of the enabled states, and false when
+// none is enabled.
+func (w *Watch) earliest() (int64, bool) {
+	next, ok := int64(math.MaxInt64), false
 	for s := range State(numStates) {
 		if w.timeouts[s] > 0 {
-			next = min(next, w.due[s])
+			next, ok = min(next, w.due[s]), true
 		}
 	}
-	return next
+	return next, ok
 }
 
 // shortest is the shortest enabled timeout; there is one.
 func (w *Watch) shortest() int64 {
-	d := int64(never)
+	d := int64(math.MaxInt64)
 	for _, t := range w.timeouts {
 		if t > 0 {
 			d = min(d, t)
@@ -256,7 +259,7 @@ func (w *Watch) rearm(now int64) {
 	if w.task == 0 {
 		return
 	}
-	next := w.earliest()
+	next, _ := w.earliest()
 	if next == w.armed {
 		return
 	}
@@ -324,7 +327,7 @@ func (w *Watch) run() error {
 	}
 	// The fire moved the repeating task to its next interval: set it to
 	// the next deadline whatever it was armed for.
-	w.armed = -1
+	w.armed = unarmed
 	w.rearm(d.now())
 	return nil
 }
