@@ -30,12 +30,13 @@ const unarmed = -1
 
 // Watch is the idle state of one connection. The zero value is ready for
 // Detector.Start; a Watch serves one connection, once, and must not be
-// copied after Start. Embed it in the struct a server keeps per connection
-// (in the connection's Context, typically) to save the Detector's look-up
-// by file descriptor and an allocation per connection.
+// copied after Start. A server that keeps a struct per connection (in the
+// connection's Context, typically) embeds a Watch in it; Wrap keeps one of
+// its own for each connection, found with Detector.WatchOf.
 //
 // All its methods must be called on the connection's event loop. They do
-// nothing on a Watch that is not started, or that is stopped.
+// nothing on a nil Watch, one that is not started, or one that is stopped,
+// so that the result of WatchOf can be used without a check.
 type Watch struct {
 	d *Detector
 	// loop is the connection's event loop. It is written once, by Start,
@@ -44,6 +45,7 @@ type Watch struct {
 	loop gnet.EventLoop
 
 	conn      gnet.Conn
+	fd        int             // conn's descriptor, its key in the Detector's table
 	task      schedule.TaskID // 0 while no state is enabled
 	timeouts  [numStates]int64
 	due       [numStates]int64 // when each enabled state's next Event is due
@@ -62,39 +64,38 @@ const (
 )
 
 // Start starts watching c with the Detector's default timeouts, counting c
-// as active now; call it in OnOpen. It returns ErrNilConn for a nil c,
-// ErrWatchUsed when w was started before, and the scheduler's error when
-// it cannot schedule (after it was shut down); w is then stopped.
+// as active now, and keeps w as c's Watch until Stop; call it in OnOpen,
+// and w.Stop in OnClose. Give c timeouts of its own with w.SetTimeouts.
+//
+// It returns ErrNilConn for a nil c, ErrWatchUsed when w was started
+// before, ErrConnWatched when c is watched already (by another Watch), and
+// the scheduler's error when it cannot schedule (after it was shut down);
+// w is then stopped.
 func (d *Detector) Start(c gnet.Conn, w *Watch) error {
-	return d.StartWith(c, w, d.def)
-}
-
-// StartWith is Start with timeouts of c's own in place of the defaults. It
-// returns ErrNegativeTimeout for a negative one.
-func (d *Detector) StartWith(c gnet.Conn, w *Watch, t Timeouts) error {
 	if c == nil {
 		return ErrNilConn
 	}
 	if w.status != unstarted {
 		return ErrWatchUsed
 	}
-	if err := t.validate(); err != nil {
-		return err
+	if d.WatchOf(c) != nil {
+		return ErrConnWatched
 	}
 	now := d.now()
-	w.d, w.conn, w.loop = d, c, c.EventLoop()
+	w.d, w.conn, w.fd, w.loop = d, c, c.Fd(), c.EventLoop()
 	w.lastRead, w.lastWrite = now, now
 	w.armed = unarmed
 	w.status = watching
-	if err := w.setTimeouts(t, now); err != nil {
+	if err := w.setTimeouts(d.def, now); err != nil {
 		// No task exists: there is nothing to cancel, and the connection
 		// was never counted.
 		w.status = stopped
 		w.conn = nil
 		return fmt.Errorf("gnetidle: cannot watch the connection: %w", err)
 	}
-	// Counted only once scheduled, so that Len never counts a connection
-	// that is refused.
+	d.conns.store(w.fd, w)
+	// Counted only once scheduled, so that Stats never counts a
+	// connection that is refused.
 	d.watched.Add(1)
 	return nil
 }
@@ -103,7 +104,7 @@ func (d *Detector) StartWith(c gnet.Conn, w *Watch, t Timeouts) error {
 // reader idle and all idle deadlines out to now plus their timeouts, with
 // one Reset of the connection's task when that moves its earliest deadline.
 func (w *Watch) Read() {
-	if w.status == watching {
+	if w != nil && w.status == watching {
 		w.lastRead = w.active(ReaderIdle)
 	}
 }
@@ -116,7 +117,7 @@ func (w *Watch) Read() {
 // are reported: a write that gnet could not finish at once and keeps in its
 // outbound buffer counts from the call, not from when the peer takes it.
 func (w *Watch) Wrote() {
-	if w.status == watching {
+	if w != nil && w.status == watching {
 		w.lastWrite = w.active(WriterIdle)
 	}
 }
@@ -146,7 +147,7 @@ func (w *Watch) active(s State) (now int64) {
 // It returns ErrNotWatched when w is not watching, ErrNegativeTimeout for a
 // negative timeout, and the scheduler's error when it cannot schedule.
 func (w *Watch) SetTimeouts(t Timeouts) error {
-	if w.status != watching {
+	if w == nil || w.status != watching {
 		return ErrNotWatched
 	}
 	if err := t.validate(); err != nil {
@@ -158,7 +159,7 @@ func (w *Watch) SetTimeouts(t Timeouts) error {
 // Timeouts returns the connection's timeouts: the Detector's defaults or
 // those set for it. It returns zero Timeouts when w is not watching.
 func (w *Watch) Timeouts() Timeouts {
-	if w.status != watching {
+	if w == nil || w.status != watching {
 		return Timeouts{}
 	}
 	return Timeouts{
@@ -169,10 +170,11 @@ func (w *Watch) Timeouts() Timeouts {
 }
 
 // Stop stops watching: call it in OnClose. The connection's task is
-// cancelled and the Watch lets go of the connection; an Event already on
-// its way to the event loop is dropped there. Stop is idempotent.
+// cancelled, and the Detector and the Watch let go of the connection; an
+// Event already on its way to the event loop is dropped there. Stop is
+// idempotent, and a stopped Watch is not started again.
 func (w *Watch) Stop() {
-	if w.status != watching {
+	if w == nil || w.status != watching {
 		return
 	}
 	w.status = stopped
@@ -180,6 +182,7 @@ func (w *Watch) Stop() {
 		w.d.s.CancelTask(w.task)
 		w.task = 0
 	}
+	w.d.conns.remove(w.fd, w)
 	w.conn = nil
 	w.d.watched.Add(-1)
 }
