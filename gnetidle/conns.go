@@ -7,79 +7,12 @@ import (
 	"github.com/panjf2000/gnet/v2"
 )
 
-// Opened starts watching c with the default timeouts, counting it as
-// active now: call it in OnOpen, and Closed in OnClose. The Detector keeps
-// c's Watch itself, found by c's file descriptor, so c's Context stays the
-// server's. It returns the errors of Start.
-func (d *Detector) Opened(c gnet.Conn) error { return d.OpenedWith(c, d.def) }
-
-// OpenedWith is Opened with timeouts of c's own in place of the defaults.
-// It returns the errors of StartWith, and ErrWatchUsed when c is watched
-// already.
-func (d *Detector) OpenedWith(c gnet.Conn, t Timeouts) error {
-	if d.lookup(c) != nil {
-		return ErrWatchUsed
-	}
-	w := new(Watch)
-	if err := d.StartWith(c, w, t); err != nil {
-		return err
-	}
-	d.conns.store(c.Fd(), w)
-	return nil
-}
-
-// Read counts a read on c, as Watch.Read does: call it in OnTraffic, once
-// per call. It does nothing for a connection that is not watched.
-func (d *Detector) Read(c gnet.Conn) {
-	if w := d.lookup(c); w != nil {
-		w.Read()
-	}
-}
-
-// Wrote counts a write on c, as Watch.Wrote does. It does nothing for a
-// connection that is not watched.
-func (d *Detector) Wrote(c gnet.Conn) {
-	if w := d.lookup(c); w != nil {
-		w.Wrote()
-	}
-}
-
-// SetTimeouts replaces c's timeouts, as Watch.SetTimeouts does. It returns
-// ErrNotWatched for a connection that is not watched.
-func (d *Detector) SetTimeouts(c gnet.Conn, t Timeouts) error {
-	w := d.lookup(c)
-	if w == nil {
-		return ErrNotWatched
-	}
-	return w.SetTimeouts(t)
-}
-
-// Timeouts returns c's timeouts, and false when c is not watched.
-func (d *Detector) Timeouts(c gnet.Conn) (Timeouts, bool) {
-	w := d.lookup(c)
-	if w == nil {
-		return Timeouts{}, false
-	}
-	return w.Timeouts(), true
-}
-
-// Closed stops watching c and forgets it: call it in OnClose. Nothing of c
-// stays behind. It does nothing for a connection that is not watched.
-func (d *Detector) Closed(c gnet.Conn) {
-	if c == nil {
-		return
-	}
-	fd := c.Fd()
-	w := d.conns.load(fd)
-	if w == nil || w.conn != c {
-		return
-	}
-	w.Stop()
-	d.conns.remove(fd, w)
-}
-
-// lookup returns the Watch of c, or nil.
-func (d *Detector) lookup(c gnet.Conn) *Watch {
+// WatchOf returns the Watch of c, from Start (or Wrap's OnOpen) to its Stop
+// (or Wrap's OnClose), and nil when c is not watched: the handle through
+// which a wrapped handler reports writes (WatchOf(c).Wrote()) and sets
+// c's own timeouts. The methods of a nil Watch do nothing, so the result
+// needs no check. Call it on c's event loop.
+func (d *Detector) WatchOf(c gnet.Conn) *Watch {
 	if c == nil {
 		return nil
 	}

@@ -3,7 +3,10 @@ package gnetidle
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -194,15 +197,9 @@ func TestEachStateKeepsItsOwnDeadline(t *testing.T) {
 }
 
 // wroteOnLoop reports a write from code already on c's loop.
-func (h *harness) wroteOnLoop(c *fakeConn) {
-	if h.byFd {
-		h.d.Wrote(c)
-	} else {
-		c.watch.Wrote()
-	}
-}
+func (h *harness) wroteOnLoop(c *fakeConn) { h.watchOf(c).Wrote() }
 
-func TestStartWithOverridesTheDefaults(t *testing.T) {
+func TestSetTimeoutsAtStartOverridesTheDefaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Timeouts{Reader: 10 * time.Second})
 		l := h.loop()
@@ -261,7 +258,7 @@ func TestZeroTimeoutsStopTheTimingUntilSetAgain(t *testing.T) {
 		assert.Equal(t, 0, h.s.Len(), "no task while no state is enabled")
 		settle(time.Minute)
 		assert.Empty(t, h.handled())
-		assert.Equal(t, 1, h.d.Len(), "still watched")
+		assert.Equal(t, 1, h.d.Stats().Watched, "still watched")
 
 		c.loop.do(func() { require.NoError(t, c.watch.SetTimeouts(Timeouts{Writer: 2 * time.Minute})) })
 		settle(2 * time.Minute)
@@ -280,7 +277,7 @@ func TestDefaultHandlerClosesAndForgetsTheConnection(t *testing.T) {
 
 		assert.False(t, c.open)
 		assert.Equal(t, 1, c.closes)
-		assert.Equal(t, 0, h.d.Len())
+		assert.Equal(t, 0, h.d.Stats().Watched)
 		assert.Equal(t, 0, h.s.Len())
 		st := h.d.Stats()
 		assert.Equal(t, uint64(1), st.Closed)
@@ -321,7 +318,7 @@ func TestPeerCloseBeforeQueuedEventRunsDropsIt(t *testing.T) {
 
 		assert.Empty(t, h.handled(), "no Event for a closed connection")
 		assert.Equal(t, 1, c.closes)
-		assert.Equal(t, 0, h.d.Len())
+		assert.Equal(t, 0, h.d.Stats().Watched)
 		assert.Equal(t, uint64(0), h.d.Stats().Closed)
 	})
 }
@@ -396,20 +393,17 @@ func TestSlowHandlerHoldsUpOnlyItsOwnLoop(t *testing.T) {
 }
 
 func TestNothingIsRetainedAfterClose(t *testing.T) {
-	for _, byFd := range []bool{false, true} {
-		name := map[bool]string{false: "Start", true: "Opened"}[byFd]
+	for _, lookup := range []bool{false, true} {
+		name := map[bool]string{false: "kept by the server", true: "kept by the Detector"}[lookup]
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, Timeouts{Reader: time.Second, Writer: 2 * time.Second, All: 3 * time.Second})
-				h.byFd = byFd
+				h.lookup = lookup
 				l := h.loop()
 				var refs []weak.Pointer[Watch]
 				for i := range 100 {
 					c := h.open(l)
-					w := c.watch
-					if byFd {
-						w = onLoop(c, func() *Watch { return h.d.conns.load(c.fd) })
-					}
+					w := onLoop(c, func() *Watch { return h.watchOf(c) })
 					require.NotNil(t, w)
 					refs = append(refs, weak.Make(w))
 					if i%2 == 0 {
@@ -417,7 +411,7 @@ func TestNothingIsRetainedAfterClose(t *testing.T) {
 					}
 				}
 				settle(5 * time.Second)
-				require.Equal(t, 0, h.d.Len())
+				require.Equal(t, 0, h.d.Stats().Watched)
 				require.Equal(t, 0, h.s.Len())
 				for _, c := range h.handled() {
 					c.conn.watch = nil // the server's own reference
@@ -433,10 +427,10 @@ func TestNothingIsRetainedAfterClose(t *testing.T) {
 	}
 }
 
-func TestOpenedReadClosedFindTheWatchByDescriptor(t *testing.T) {
+func TestWatchOfFindsTheWatchOfItsOwnConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Timeouts{Reader: 2 * time.Second})
-		h.byFd = true
+		h.lookup = true
 		l := h.loop()
 		a, b := h.open(l), h.open(l)
 		settle(1500 * time.Millisecond)
@@ -447,24 +441,25 @@ func TestOpenedReadClosedFindTheWatchByDescriptor(t *testing.T) {
 		require.Len(t, calls, 1, "b only")
 		assert.Equal(t, b, calls[0].conn)
 		h.peerClose(a)
-		assert.Nil(t, onLoop(a, func() *Watch { return h.d.conns.load(a.fd) }))
+		assert.Nil(t, onLoop(a, func() *Watch { return h.d.WatchOf(a) }))
+		assert.Nil(t, onLoop(a, func() *Watch { return h.d.conns.load(a.fd) }), "Stop empties the slot")
 
 		// A new connection on a's descriptor gets a watch of its own.
 		c := &fakeConn{loop: l, fd: a.fd, open: true}
-		l.do(func() { require.NoError(t, h.d.Opened(c)) })
+		l.do(func() { require.NoError(t, h.d.Start(c, new(Watch))) })
 		h.read(a) // the old connection is not c
 		settle(2500 * time.Millisecond)
 		calls = h.handled()
 		require.Len(t, calls, 2)
 		assert.Equal(t, c, calls[1].conn)
-		assertAt(t, 2500*time.Millisecond+2*time.Second, calls[1].at, "counted from its own open")
+		assertAt(t, 2500*time.Millisecond+2*time.Second, calls[1].at, "counted from its own start")
 	})
 }
 
 func TestWrapWatchesEveryConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Timeouts{Reader: time.Second, Writer: time.Second})
-		h.byFd = true
+		h.lookup = true
 		h.action = func(*fakeConn, Event) gnet.Action { return gnet.None }
 		inner := &countingHandler{greeting: []byte("hello")}
 		wh := h.d.Wrap(inner)
@@ -492,7 +487,7 @@ func TestWrapWatchesEveryConnection(t *testing.T) {
 		assert.Equal(t, ReaderIdle, calls[1].ev.State)
 		assertAt(t, 1500*time.Millisecond, calls[1].at, "reader idle from the read at 0.5 s")
 		assert.Equal(t, [3]int{1, 2, 1}, [3]int{inner.opens, inner.traffic, inner.closes})
-		assert.Equal(t, 0, h.d.Len())
+		assert.Equal(t, 0, h.d.Stats().Watched)
 	})
 }
 
@@ -527,9 +522,8 @@ func TestNewRejectsBadArguments(t *testing.T) {
 	defer s.Shutdown()
 	_, err = New(s, Timeouts{Writer: -time.Second}, nil)
 	assert.ErrorIs(t, err, ErrNegativeTimeout)
-	d, err := New(s, Timeouts{}, nil)
-	require.NoError(t, err)
-	assert.Equal(t, Timeouts{}, d.Defaults())
+	_, err = New(s, Timeouts{}, nil)
+	assert.NoError(t, err, "every state off by default")
 }
 
 func TestWatchMisuseIsRefused(t *testing.T) {
@@ -538,29 +532,31 @@ func TestWatchMisuseIsRefused(t *testing.T) {
 		c := h.open(h.loop())
 		c.loop.do(func() {
 			assert.ErrorIs(t, h.d.Start(c, c.watch), ErrWatchUsed)
+			assert.ErrorIs(t, h.d.Start(c, new(Watch)), ErrConnWatched)
 			assert.ErrorIs(t, h.d.Start(nil, new(Watch)), ErrNilConn)
-			assert.ErrorIs(t, h.d.StartWith(c, new(Watch), Timeouts{All: -1}), ErrNegativeTimeout)
 			assert.ErrorIs(t, c.watch.SetTimeouts(Timeouts{Reader: -1}), ErrNegativeTimeout)
 			assert.ErrorIs(t, new(Watch).SetTimeouts(Timeouts{}), ErrNotWatched)
-			assert.ErrorIs(t, h.d.SetTimeouts(c, Timeouts{}), ErrNotWatched, "not opened by descriptor")
-			_, ok := h.d.Timeouts(c)
-			assert.False(t, ok)
-			byFd := &fakeConn{loop: c.loop, fd: 50, open: true}
-			require.NoError(t, h.d.Opened(byFd))
-			assert.ErrorIs(t, h.d.Opened(byFd), ErrWatchUsed, "opened twice")
-			h.d.Closed(byFd)
+			other := &fakeConn{loop: c.loop, fd: 50, open: true}
+			assert.Nil(t, h.d.WatchOf(other))
+			assert.ErrorIs(t, h.d.WatchOf(other).SetTimeouts(Timeouts{}), ErrNotWatched)
 
 			var zero Watch // methods of a Watch never started do nothing
 			zero.Read()
 			zero.Wrote()
 			zero.Stop()
 			assert.Equal(t, Timeouts{}, zero.Timeouts())
+			var none *Watch // nor do those of a nil Watch
+			none.Read()
+			none.Wrote()
+			none.Stop()
+			assert.Equal(t, Timeouts{}, none.Timeouts())
 
 			c.watch.Stop()
 			c.watch.Stop() // idempotent
 			assert.ErrorIs(t, h.d.Start(c, c.watch), ErrWatchUsed, "a stopped Watch is not reused")
+			assert.ErrorIs(t, c.watch.SetTimeouts(Timeouts{}), ErrNotWatched)
 		})
-		assert.Equal(t, 0, h.d.Len())
+		assert.Equal(t, 0, h.d.Stats().Watched)
 	})
 }
 
@@ -574,10 +570,11 @@ func TestStartFailsOnceTheSchedulerIsShutDown(t *testing.T) {
 			w := new(Watch)
 			err := h.d.Start(c, w)
 			assert.ErrorIs(t, err, schedule.ErrShutdown)
-			assert.ErrorIs(t, h.d.Opened(c), schedule.ErrShutdown)
+			assert.Nil(t, h.d.WatchOf(c), "not kept")
+			assert.ErrorIs(t, h.d.Start(c, w), ErrWatchUsed, "stopped")
 			w.Read() // stopped: nothing happens
 		})
-		assert.Equal(t, 0, h.d.Len())
+		assert.Equal(t, 0, h.d.Stats().Watched)
 	})
 }
 
@@ -613,4 +610,105 @@ func BenchmarkWatchRead(b *testing.B) {
 	for i := range ws {
 		ws[i].Stop()
 	}
+}
+
+func TestEndlessReaderTimeoutKeepsTheWriterTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Timeouts{Reader: math.MaxInt64, Writer: 300 * time.Millisecond})
+		settle(time.Second) // a clock past the epoch, as any but the first instant
+		c := h.open(h.loop())
+		settle(time.Second)
+
+		calls := h.handled()
+		require.Len(t, calls, 1)
+		assert.Equal(t, WriterIdle, calls[0].ev.State)
+		assertAt(t, 1300*time.Millisecond, calls[0].at, "writer idle")
+		assert.False(t, c.open)
+	})
+}
+
+func TestEndlessWriterTimeoutKeepsTheReaderTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Timeouts{Reader: 300 * time.Millisecond, Writer: math.MaxInt64})
+		settle(time.Second) // a clock past the epoch, as any but the first instant
+		c := h.open(h.loop())
+		settle(time.Second)
+
+		calls := h.handled()
+		require.Len(t, calls, 1)
+		assert.Equal(t, ReaderIdle, calls[0].ev.State)
+		assertAt(t, 1300*time.Millisecond, calls[0].at, "reader idle")
+		assert.False(t, c.open)
+	})
+}
+
+func TestEndlessTimeoutSetLaterKeepsTheOtherTimeouts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Timeouts{Reader: time.Minute})
+		settle(time.Second)
+		c := h.open(h.loop())
+		settle(time.Second)
+		c.loop.do(func() {
+			require.NoError(t, c.watch.SetTimeouts(Timeouts{Reader: 300 * time.Millisecond, All: math.MaxInt64}))
+		})
+		settle(time.Second)
+
+		calls := h.handled()
+		require.Len(t, calls, 1)
+		assert.Equal(t, ReaderIdle, calls[0].ev.State)
+		assertAt(t, 2*time.Second, calls[0].at, "at once: idle for a second already")
+	})
+}
+
+func TestHandlerThatStopsTheWatchStillClosesTheConnection(t *testing.T) {
+	for _, lookup := range []bool{false, true} {
+		name := map[bool]string{false: "kept by the server", true: "kept by the Detector"}[lookup]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, Timeouts{Reader: time.Second})
+				h.lookup = lookup
+				h.action = func(c *fakeConn, _ Event) gnet.Action {
+					h.watchOf(c).Stop()
+					return gnet.Close
+				}
+				c := h.open(h.loop())
+				settle(2 * time.Second)
+
+				require.Len(t, h.handled(), 1)
+				assert.False(t, c.open, "the Action is applied whatever became of the watch")
+				assert.Equal(t, 1, c.closes)
+				assert.Equal(t, uint64(1), h.d.Stats().Closed)
+				assert.Equal(t, 0, h.d.Stats().Watched)
+			})
+		})
+	}
+}
+
+// TestRefusedConnectionIsNeverCounted reads Stats from another
+// goroutine while connections are refused by a shut-down scheduler: a
+// connection counts only once it is watched, so it never sees one.
+func TestRefusedConnectionIsNeverCounted(t *testing.T) {
+	s, err := schedule.New(1)
+	require.NoError(t, err)
+	s.Shutdown()
+	d, err := New(s, Timeouts{Reader: time.Second}, nil)
+	require.NoError(t, err)
+
+	var done atomic.Bool
+	var seen atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !done.Load() {
+			if d.Stats().Watched != 0 {
+				seen.Add(1)
+			}
+		}
+	})
+	c := &fakeConn{loop: new(fakeLoop), fd: 3}
+	for range 20_000 { // many, so that the reader would see a count if there were one
+		require.ErrorIs(t, d.Start(c, new(Watch)), schedule.ErrShutdown)
+	}
+	done.Store(true)
+	wg.Wait()
+	assert.Zero(t, seen.Load(), "reads that counted a refused connection")
 }

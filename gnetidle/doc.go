@@ -19,44 +19,44 @@
 //
 // # Adding it to a server
 //
-// With one line in each of OnOpen, OnTraffic and OnClose, the Detector keeps
-// the per-connection state itself, found by the connection's file
-// descriptor, and the connection's Context stays the server's:
+// A handler as it is gets idle detection with Wrap, and its connections'
+// Context stays its own:
 //
 //	s, _ := schedule.New(4)
 //	idle, _ := gnetidle.New(s, gnetidle.Timeouts{Reader: 30 * time.Second}, nil)
+//	gnet.Run(idle.Wrap(handler), "tcp://:7070")
+//
+// A server that keeps a struct per connection embeds a Watch in it, with
+// one line in each of OnOpen, OnTraffic and OnClose:
 //
 //	func (srv *server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
-//		_ = srv.idle.Opened(c) // fails only once s is shut down
+//		sess := new(session) // holds idle gnetidle.Watch
+//		c.SetContext(sess)
+//		_ = srv.idle.Start(c, &sess.idle) // fails only once s is shut down
 //		...
 //	}
 //	func (srv *server) OnTraffic(c gnet.Conn) gnet.Action {
-//		srv.idle.Read(c)
+//		c.Context().(*session).idle.Read()
 //		...
 //	}
 //	func (srv *server) OnClose(c gnet.Conn, err error) gnet.Action {
-//		srv.idle.Closed(c)
+//		c.Context().(*session).idle.Stop()
 //		...
 //	}
 //
-// Wrap does the same for a whole handler:
-// gnet.Run(idle.Wrap(handler), addr, ...). A server that keeps a struct per
-// connection in the Context can embed a Watch in it instead and call
-// Detector.Start, Watch.Read and Watch.Stop, which saves the look-up and an
-// allocation per connection.
+// Either way, Detector.WatchOf(c) returns the connection's Watch, the
+// handle for the rest: Wrote reports a write, and SetTimeouts gives the
+// connection timeouts of its own, for protocols that negotiate their own
+// keep-alive. Writes count only when reported (Wrote after Conn.Write, or
+// in the callback of Conn.AsyncWrite), because gnet offers no hook on them;
+// reads count on each call to Read, normally once per OnTraffic.
 //
-// Writes count only when reported (Wrote after Conn.Write, or in the callback
-// of Conn.AsyncWrite), because gnet offers no hook on them; reads count on
-// each call to Read, normally once per OnTraffic. Timeouts can be set per
-// connection (OpenedWith, SetTimeouts), for protocols that negotiate their
-// own keep-alive.
-//
-// Every method that takes a connection, or belongs to a Watch, must be
-// called on that connection's event loop: inside gnet's event handlers, or
-// in callbacks gnet runs there (AsyncWrite's, Execute's). New, Stats and Len
-// are safe for concurrent use.
+// Start, WatchOf and every method of a Watch must be called on the
+// connection's event loop: inside gnet's event handlers, or in callbacks
+// gnet runs there (AsyncWrite's, Execute's). New, Wrap and Stats are safe
+// for concurrent use.
 //
 // The Scheduler must outlive the gnet engines that use the Detector: once it
-// is shut down, connections that open are not watched (Opened returns the
+// is shut down, connections that open are not watched (Start returns the
 // scheduler's error), and those watched are no longer timed out.
 package gnetidle

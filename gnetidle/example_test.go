@@ -3,6 +3,7 @@ package gnetidle_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -115,5 +116,66 @@ func ExampleDetector_Wrap() {
 	// Output:
 	// closed by the server: true
 	// after the timeout: true
+	// closed for idleness: 1
+}
+
+// keepAlive is a wrapped handler whose clients choose their own timeout:
+// the first byte is the number of tenths of a second it may stay silent.
+// It answers every read, and reports each write.
+type keepAlive struct {
+	gnet.BuiltinEventEngine
+	idle *gnetidle.Detector
+}
+
+func (k *keepAlive) OnTraffic(c gnet.Conn) gnet.Action {
+	data, _ := c.Next(-1)
+	w := k.idle.WatchOf(c) // nil if unwatched: its methods then do nothing
+	if w.Timeouts().Reader == time.Minute && len(data) > 0 {
+		if err := w.SetTimeouts(gnetidle.Timeouts{Reader: time.Duration(data[0]) * 100 * time.Millisecond}); err != nil {
+			return gnet.Close
+		}
+	}
+	if _, err := c.Write([]byte("ok\n")); err != nil {
+		return gnet.Close
+	}
+	w.Wrote()
+	return gnet.None
+}
+
+// WatchOf is the handle on a wrapped connection: here it sets the timeout
+// the client asked for and reports the server's writes.
+func ExampleDetector_WatchOf() {
+	s, err := schedule.New(4)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Shutdown()
+	k := new(keepAlive)
+	k.idle, err = gnetidle.New(s, gnetidle.Timeouts{Reader: time.Minute}, nil)
+	if err != nil {
+		panic(err)
+	}
+	srv, err := gnetutil.Serve(k.idle.Wrap(k), "127.0.0.1:0", gnet.WithLogger(gnetutil.Logger(os.Stderr, "gnet: ")))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Stop(context.Background())
+
+	c, err := net.Dial("tcp", srv.Addr)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte{2}) // silent for 200 ms at most
+	sent := time.Now()
+	reply, err := io.ReadAll(c) // until the server closes the connection
+	fmt.Printf("reply: %q, err: %v\n", reply, err)
+	fmt.Println("after the client's timeout:", time.Since(sent) >= 200*time.Millisecond)
+	fmt.Println("well before the default:", time.Since(sent) < time.Minute)
+	fmt.Println("closed for idleness:", k.idle.Stats().Closed)
+	// Output:
+	// reply: "ok\n", err: <nil>
+	// after the client's timeout: true
+	// well before the default: true
 	// closed for idleness: 1
 }

@@ -70,7 +70,7 @@ type fakeConn struct {
 	open     bool
 	closes   int      // OnClose calls
 	inbound  int      // bytes waiting to be read
-	watch    *Watch   // when the harness uses Start
+	watch    *Watch   // unless the harness uses WatchOf
 	closedAt duration // when OnClose ran
 	tag      string   // for the test's Handler
 }
@@ -97,7 +97,8 @@ type harness struct {
 	s      *schedule.Scheduler
 	d      *Detector
 	start  time.Time
-	byFd   bool // Opened/Read/Closed rather than Start/Watch.Read/Stop
+	def    Timeouts
+	lookup bool // the Watch found with WatchOf, as Wrap does, not kept in the connection
 	loops  []*fakeLoop
 	nextFd int
 
@@ -115,7 +116,7 @@ func newHarness(t *testing.T, def Timeouts) *harness {
 	t.Helper()
 	s, err := schedule.New(2)
 	require.NoError(t, err)
-	h := &harness{t: t, s: s, start: time.Now(), nextFd: 3}
+	h := &harness{t: t, s: s, def: def, start: time.Now(), nextFd: 3}
 	h.d, err = New(s, def, h.handle)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -157,19 +158,27 @@ func (h *harness) open(l *fakeLoop, t ...Timeouts) *fakeConn {
 	h.nextFd++
 	var err error
 	l.do(func() {
-		to := h.d.Defaults()
-		if len(t) > 0 {
-			to = t[0]
+		w := new(Watch)
+		if err = h.d.Start(c, w); err != nil {
+			return
 		}
-		if h.byFd {
-			err = h.d.OpenedWith(c, to)
-		} else {
-			c.watch = new(Watch)
-			err = h.d.StartWith(c, c.watch, to)
+		if !h.lookup {
+			c.watch = w
+		}
+		if len(t) > 0 {
+			err = w.SetTimeouts(t[0])
 		}
 	})
 	require.NoError(h.t, err)
 	return c
+}
+
+// watchOf is c's Watch; call it on c's loop.
+func (h *harness) watchOf(c *fakeConn) *Watch {
+	if h.lookup {
+		return h.d.WatchOf(c)
+	}
+	return c.watch
 }
 
 // read delivers bytes to c: its OnTraffic counts a read.
@@ -181,22 +190,12 @@ func (h *harness) onTraffic(c *fakeConn) {
 	if !c.open {
 		return
 	}
-	if h.byFd {
-		h.d.Read(c)
-	} else {
-		c.watch.Read()
-	}
+	h.watchOf(c).Read()
 }
 
 // wrote reports a write on c.
 func (h *harness) wrote(c *fakeConn) {
-	c.loop.do(func() {
-		if h.byFd {
-			h.d.Wrote(c)
-		} else {
-			c.watch.Wrote()
-		}
-	})
+	c.loop.do(func() { h.watchOf(c).Wrote() })
 }
 
 // peerClose closes c as gnet does when the peer hangs up.
@@ -213,11 +212,7 @@ func (h *harness) closeConn(c *fakeConn, _ error) {
 	c.open = false
 	c.closes++
 	c.closedAt = h.now()
-	if h.byFd {
-		h.d.Closed(c)
-	} else {
-		c.watch.Stop()
-	}
+	h.watchOf(c).Stop()
 }
 
 // handled returns the Handler calls so far.

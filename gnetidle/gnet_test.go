@@ -31,7 +31,7 @@ import (
 
 // session is what the test server keeps per connection, in its Context.
 type session struct {
-	idle        gnetidle.Watch // unless the server uses Opened
+	idle        gnetidle.Watch // unless the server uses the Detector's (lookup)
 	first       byte           // the first byte read, 0 before
 	closes      int
 	idleClosing bool // its Handler returned gnet.Close
@@ -40,8 +40,8 @@ type session struct {
 // server is a gnet server under test, with a Detector.
 type server struct {
 	gnet.BuiltinEventEngine
-	d    *gnetidle.Detector
-	byFd bool // Opened, Read, Closed rather than a Watch in the session
+	d      *gnetidle.Detector
+	lookup bool // a Watch of the Detector's, found with WatchOf, not the session's
 
 	// Hooks, set before the engine starts. onIdle decides the Handler's
 	// Action (nil: close); onTraffic sees what each read brought.
@@ -78,7 +78,7 @@ func startServer(t *testing.T, def gnetidle.Timeouts, setup func(*server)) (*ser
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		assert.NoError(t, g.Stop(ctx))
-		assert.Equal(t, 0, srv.d.Len(), "stopping the engine closes every watched connection")
+		assert.Equal(t, 0, srv.d.Stats().Watched, "stopping the engine closes every watched connection")
 		assert.NoError(t, s.ShutdownContext(ctx))
 	})
 	return srv, g.Addr
@@ -87,17 +87,12 @@ func startServer(t *testing.T, def gnetidle.Timeouts, setup func(*server)) (*ser
 func (srv *server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	ss := new(session)
 	c.SetContext(ss)
-	var w *gnetidle.Watch
-	if srv.byFd {
-		if err := srv.d.Opened(c); err != nil {
-			panic(err)
-		}
-		w = gnetidle.WatchOf(srv.d, c.Fd())
-	} else {
-		if err := srv.d.Start(c, &ss.idle); err != nil {
-			panic(err)
-		}
-		w = &ss.idle
+	w := &ss.idle
+	if srv.lookup {
+		w = new(gnetidle.Watch)
+	}
+	if err := srv.d.Start(c, w); err != nil {
+		panic(err)
 	}
 	srv.mu.Lock()
 	srv.opened++
@@ -112,11 +107,7 @@ func (srv *server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 
 func (srv *server) OnTraffic(c gnet.Conn) gnet.Action {
 	ss := c.Context().(*session)
-	if srv.byFd {
-		srv.d.Read(c)
-	} else {
-		ss.idle.Read()
-	}
+	srv.watchOf(c).Read()
 	data, _ := c.Next(-1)
 	if ss.first == 0 && len(data) > 0 {
 		ss.first = data[0]
@@ -129,11 +120,7 @@ func (srv *server) OnTraffic(c gnet.Conn) gnet.Action {
 
 func (srv *server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	ss := c.Context().(*session)
-	if srv.byFd {
-		srv.d.Closed(c)
-	} else {
-		ss.idle.Stop()
-	}
+	srv.watchOf(c).Stop()
 	ss.closes++
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
@@ -144,6 +131,14 @@ func (srv *server) OnClose(c gnet.Conn, _ error) gnet.Action {
 		srv.peerClosed++
 	}
 	return gnet.None
+}
+
+// watchOf is c's Watch.
+func (srv *server) watchOf(c gnet.Conn) *gnetidle.Watch {
+	if srv.lookup {
+		return srv.d.WatchOf(c)
+	}
+	return &c.Context().(*session).idle
 }
 
 // handle is the Detector's Handler.
@@ -427,12 +422,12 @@ func TestGnetPeerHangUpRacingIdleIsHandledOnce(t *testing.T) {
 }
 
 func TestGnetNothingIsRetainedAfterClose(t *testing.T) {
-	for _, byFd := range []bool{false, true} {
-		name := map[bool]string{false: "Watch in the session", true: "Opened"}[byFd]
+	for _, lookup := range []bool{false, true} {
+		name := map[bool]string{false: "Watch in the session", true: "Watch of the Detector"}[lookup]
 		t.Run(name, func(t *testing.T) {
 			const timeout = 300 * time.Millisecond
 			srv, addr := startServer(t, gnetidle.Timeouts{Reader: timeout, Writer: 2 * timeout, All: 3 * timeout},
-				func(srv *server) { srv.byFd = byFd })
+				func(srv *server) { srv.lookup = lookup })
 			n := scale(100)
 			var wg sync.WaitGroup
 			for i := range n {
@@ -452,7 +447,7 @@ func TestGnetNothingIsRetainedAfterClose(t *testing.T) {
 			}
 			wg.Wait()
 			srv.waitAllClosed(t, n)
-			require.Equal(t, 0, srv.d.Len())
+			require.Equal(t, 0, srv.d.Stats().Watched)
 
 			srv.mu.Lock()
 			sessions, watches := srv.sessions, srv.watches
@@ -537,5 +532,23 @@ func TestGnetWrapClosesIdleConnectionsAndLeavesTheContext(t *testing.T) {
 	assert.Equal(t, 2, inner.ownCtx, "OnTraffic and OnClose found the handler's own Context")
 	inner.mu.Unlock()
 	assert.Equal(t, uint64(1), d.Stats().Closed)
-	assert.Equal(t, 0, d.Len())
+	assert.Equal(t, 0, d.Stats().Watched)
+}
+
+func TestGnetHandlerThatStopsTheWatchStillCloses(t *testing.T) {
+	srv, addr := startServer(t, gnetidle.Timeouts{Reader: 200 * time.Millisecond}, func(srv *server) {
+		srv.onIdle = func(_ gnet.Conn, ss *session, _ gnetidle.Event) gnet.Action {
+			ss.idle.Stop()
+			return gnet.Close // after Stop: still applied
+		}
+	})
+	c := dial(t, addr)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+	_, err := c.Read(make([]byte, 1))
+	assert.True(t, closedByServer(err), "closed by the server: %v", err)
+	srv.waitAllClosed(t, 1)
+
+	_, _, idle, _ := srv.counts()
+	assert.Equal(t, 1, idle)
+	assert.Equal(t, uint64(1), srv.d.Stats().Closed)
 }

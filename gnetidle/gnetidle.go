@@ -17,7 +17,7 @@ const (
 	// ReaderIdle: nothing was read from the connection for Timeouts.Reader.
 	ReaderIdle State = iota
 	// WriterIdle: nothing was written to the connection (reported with
-	// Wrote) for Timeouts.Writer.
+	// Watch.Wrote) for Timeouts.Writer.
 	WriterIdle
 	// AllIdle: neither read nor written for Timeouts.All.
 	AllIdle
@@ -43,7 +43,7 @@ func (s State) String() string {
 type Timeouts struct {
 	// Reader is the longest time without a read.
 	Reader time.Duration
-	// Writer is the longest time without a reported write.
+	// Writer is the longest time without a reported write (Watch.Wrote).
 	Writer time.Duration
 	// All is the longest time with neither.
 	All time.Duration
@@ -108,25 +108,27 @@ var (
 	ErrNegativeTimeout = errors.New("gnetidle: negative timeout")
 	// ErrNilConn is returned when a nil connection is to be watched.
 	ErrNilConn = errors.New("gnetidle: nil connection")
-	// ErrWatchUsed is returned by Start for a Watch started before (a
-	// Watch serves one connection), and by Opened for a connection watched
-	// already.
+	// ErrWatchUsed is returned by Start for a Watch started before: a
+	// Watch serves one connection, once.
 	ErrWatchUsed = errors.New("gnetidle: watch already started")
-	// ErrNotWatched is returned by SetTimeouts for a connection that is not
-	// watched (never opened, already closed, or its watch failed to start).
+	// ErrConnWatched is returned by Start for a connection watched
+	// already, by another Watch.
+	ErrConnWatched = errors.New("gnetidle: connection already watched")
+	// ErrNotWatched is returned by Watch.SetTimeouts for a Watch that is
+	// not watching: nil (WatchOf found none), never started, or stopped.
 	ErrNotWatched = errors.New("gnetidle: connection not watched")
 )
 
 // Detector watches connections for idleness on a go-schedule Scheduler. Make
 // one with New; one Detector may serve any number of connections, event
-// loops and engines. Its per-connection methods must be called on the
-// connection's event loop; New, Stats and Len are safe for concurrent use.
+// loops and engines. Start and WatchOf must be called on the connection's
+// event loop; New, Wrap and Stats are safe for concurrent use.
 type Detector struct {
 	s       *schedule.Scheduler
 	def     Timeouts
 	handler Handler
 	epoch   time.Time // deadlines are nanoseconds since epoch (monotonic)
-	conns   connTable // the watches of Opened, by file descriptor
+	conns   connTable // the watches, by file descriptor
 
 	watched atomic.Int64
 	events  [numStates]atomic.Uint64
@@ -154,30 +156,26 @@ func New(s *schedule.Scheduler, def Timeouts, h Handler) (*Detector, error) {
 	return &Detector{s: s, def: def, handler: h, epoch: time.Now()}, nil
 }
 
-// Defaults returns the default timeouts given to New.
-func (d *Detector) Defaults() Timeouts { return d.def }
-
 // now is the Detector's clock: monotonic nanoseconds since New.
 func (d *Detector) now() int64 { return int64(time.Since(d.epoch)) }
 
-// Len returns the number of connections watched now: started (by Opened,
-// Start or Wrap) and neither closed nor stopped.
-func (d *Detector) Len() int { return int(d.watched.Load()) }
-
 // Stats are a Detector's counters. Each only grows, except Watched.
 type Stats struct {
-	// Watched is the number of connections watched now, as Len returns.
+	// Watched is the number of connections watched now: started, and not
+	// stopped. A connection that Start refuses is never counted.
 	Watched int
 	// Events counts the Events raised, indexed by State.
 	Events [AllIdle + 1]uint64
-	// Closed counts the connections closed because their Handler returned
-	// gnet.Close.
+	// Closed counts the Events whose Handler returned gnet.Close: the
+	// connections closed for idleness, one per Event (a Handler that
+	// closed or stopped its connection itself and then returned
+	// gnet.Close counts too).
 	Closed uint64
 }
 
 // Stats returns a snapshot of the Detector's counters.
 func (d *Detector) Stats() Stats {
-	st := Stats{Watched: d.Len(), Closed: d.closed.Load()}
+	st := Stats{Watched: int(d.watched.Load()), Closed: d.closed.Load()}
 	for i := range st.Events {
 		st.Events[i] = d.events[i].Load()
 	}

@@ -11,17 +11,32 @@ import (
 	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
 )
 
-// never is a deadline that does not come.
-const never = math.MaxInt64
+// after returns the deadline d after at, saturating at math.MaxInt64 rather
+// than wrapping round to a deadline in the past: a timeout of
+// math.MaxInt64 must not turn the others off. A deadline has no "never" of
+// its own here: the Scheduler treats a delay beyond its horizon as never,
+// so a saturated deadline never comes. at is never negative, and d is
+// positive.
+func after(at, d int64) int64 {
+	if d > math.MaxInt64-at {
+		return math.MaxInt64
+	}
+	return at + d
+}
+
+// unarmed is the value of Watch.armed when the deadline the task is armed
+// for is not known; deadlines are never negative.
+const unarmed = -1
 
 // Watch is the idle state of one connection. The zero value is ready for
 // Detector.Start; a Watch serves one connection, once, and must not be
-// copied after Start. Embed it in the struct a server keeps per connection
-// (in the connection's Context, typically) to save the Detector's look-up
-// by file descriptor and an allocation per connection.
+// copied after Start. A server that keeps a struct per connection (in the
+// connection's Context, typically) embeds a Watch in it; Wrap keeps one of
+// its own for each connection, found with Detector.WatchOf.
 //
 // All its methods must be called on the connection's event loop. They do
-// nothing on a Watch that is not started, or that is stopped.
+// nothing on a nil Watch, one that is not started, or one that is stopped,
+// so that the result of WatchOf can be used without a check.
 type Watch struct {
 	d *Detector
 	// loop is the connection's event loop. It is written once, by Start,
@@ -30,12 +45,13 @@ type Watch struct {
 	loop gnet.EventLoop
 
 	conn      gnet.Conn
+	fd        int             // conn's descriptor, its key in the Detector's table
 	task      schedule.TaskID // 0 while no state is enabled
 	timeouts  [numStates]int64
 	due       [numStates]int64 // when each enabled state's next Event is due
 	lastRead  int64
 	lastWrite int64
-	armed     int64 // the deadline the task was last set to, as far as known
+	armed     int64 // the deadline the task was last set to, or unarmed
 	fired     uint8 // bit s: an Event of state s since its last activity
 	status    uint8
 }
@@ -48,35 +64,39 @@ const (
 )
 
 // Start starts watching c with the Detector's default timeouts, counting c
-// as active now; call it in OnOpen. It returns ErrNilConn for a nil c,
-// ErrWatchUsed when w was started before, and the scheduler's error when
-// it cannot schedule (after it was shut down); w is then stopped.
+// as active now, and keeps w as c's Watch until Stop; call it in OnOpen,
+// and w.Stop in OnClose. Give c timeouts of its own with w.SetTimeouts.
+//
+// It returns ErrNilConn for a nil c, ErrWatchUsed when w was started
+// before, ErrConnWatched when c is watched already (by another Watch), and
+// the scheduler's error when it cannot schedule (after it was shut down);
+// w is then stopped.
 func (d *Detector) Start(c gnet.Conn, w *Watch) error {
-	return d.StartWith(c, w, d.def)
-}
-
-// StartWith is Start with timeouts of c's own in place of the defaults. It
-// returns ErrNegativeTimeout for a negative one.
-func (d *Detector) StartWith(c gnet.Conn, w *Watch, t Timeouts) error {
 	if c == nil {
 		return ErrNilConn
 	}
 	if w.status != unstarted {
 		return ErrWatchUsed
 	}
-	if err := t.validate(); err != nil {
-		return err
+	if d.WatchOf(c) != nil {
+		return ErrConnWatched
 	}
 	now := d.now()
-	w.d, w.conn, w.loop = d, c, c.EventLoop()
+	w.d, w.conn, w.fd, w.loop = d, c, c.Fd(), c.EventLoop()
 	w.lastRead, w.lastWrite = now, now
-	w.armed = never
+	w.armed = unarmed
 	w.status = watching
-	d.watched.Add(1)
-	if err := w.setTimeouts(t, now); err != nil {
-		w.Stop()
+	if err := w.setTimeouts(d.def, now); err != nil {
+		// No task exists: there is nothing to cancel, and the connection
+		// was never counted.
+		w.status = stopped
+		w.conn = nil
 		return fmt.Errorf("gnetidle: cannot watch the connection: %w", err)
 	}
+	d.conns.store(w.fd, w)
+	// Counted only once scheduled, so that Stats never counts a
+	// connection that is refused.
+	d.watched.Add(1)
 	return nil
 }
 
@@ -84,7 +104,7 @@ func (d *Detector) StartWith(c gnet.Conn, w *Watch, t Timeouts) error {
 // reader idle and all idle deadlines out to now plus their timeouts, with
 // one Reset of the connection's task when that moves its earliest deadline.
 func (w *Watch) Read() {
-	if w.status == watching {
+	if w != nil && w.status == watching {
 		w.lastRead = w.active(ReaderIdle)
 	}
 }
@@ -97,7 +117,7 @@ func (w *Watch) Read() {
 // are reported: a write that gnet could not finish at once and keeps in its
 // outbound buffer counts from the call, not from when the peer takes it.
 func (w *Watch) Wrote() {
-	if w.status == watching {
+	if w != nil && w.status == watching {
 		w.lastWrite = w.active(WriterIdle)
 	}
 }
@@ -110,7 +130,7 @@ func (w *Watch) active(s State) (now int64) {
 	w.fired &^= 1<<s | 1<<AllIdle
 	for _, st := range [...]State{s, AllIdle} {
 		if t := w.timeouts[st]; t > 0 {
-			w.due[st] = now + t
+			w.due[st] = after(now, t)
 		}
 	}
 	w.rearm(now)
@@ -127,7 +147,7 @@ func (w *Watch) active(s State) (now int64) {
 // It returns ErrNotWatched when w is not watching, ErrNegativeTimeout for a
 // negative timeout, and the scheduler's error when it cannot schedule.
 func (w *Watch) SetTimeouts(t Timeouts) error {
-	if w.status != watching {
+	if w == nil || w.status != watching {
 		return ErrNotWatched
 	}
 	if err := t.validate(); err != nil {
@@ -139,7 +159,7 @@ func (w *Watch) SetTimeouts(t Timeouts) error {
 // Timeouts returns the connection's timeouts: the Detector's defaults or
 // those set for it. It returns zero Timeouts when w is not watching.
 func (w *Watch) Timeouts() Timeouts {
-	if w.status != watching {
+	if w == nil || w.status != watching {
 		return Timeouts{}
 	}
 	return Timeouts{
@@ -150,10 +170,11 @@ func (w *Watch) Timeouts() Timeouts {
 }
 
 // Stop stops watching: call it in OnClose. The connection's task is
-// cancelled and the Watch lets go of the connection; an Event already on
-// its way to the event loop is dropped there. Stop is idempotent.
+// cancelled, and the Detector and the Watch let go of the connection; an
+// Event already on its way to the event loop is dropped there. Stop is
+// idempotent, and a stopped Watch is not started again.
 func (w *Watch) Stop() {
-	if w.status != watching {
+	if w == nil || w.status != watching {
 		return
 	}
 	w.status = stopped
@@ -161,6 +182,7 @@ func (w *Watch) Stop() {
 		w.d.s.CancelTask(w.task)
 		w.task = 0
 	}
+	w.d.conns.remove(w.fd, w)
 	w.conn = nil
 	w.d.watched.Add(-1)
 }
@@ -172,16 +194,15 @@ func (w *Watch) setTimeouts(t Timeouts, now int64) error {
 		d := int64(t.of(s))
 		w.timeouts[s] = d
 		if d > 0 {
-			w.due[s] = w.lastActive(s) + d
+			w.due[s] = after(w.lastActive(s), d)
 		}
 	}
-	next := w.earliest()
-	if next == never {
+	if _, ok := w.earliest(); !ok {
 		if w.task != 0 {
 			w.d.s.CancelTask(w.task)
 			w.task = 0
 		}
-		w.armed = never
+		w.armed = unarmed
 		return nil
 	}
 	if w.task == 0 {
@@ -195,7 +216,7 @@ func (w *Watch) setTimeouts(t Timeouts, now int64) error {
 			return err
 		}
 		w.task = id
-		w.armed = now + every
+		w.armed = after(now, every)
 	}
 	w.rearm(now)
 	return nil
@@ -212,21 +233,21 @@ func (w *Watch) lastActive(s State) int64 {
 	return max(w.lastRead, w.lastWrite)
 }
 
-// earliest is the earliest deadline of the enabled states, never when none
-// is enabled.
-func (w *Watch) earliest() int64 {
-	next := int64(never)
+// earliest is the earliest deadline of the enabled states, and false when
+// none is enabled.
+func (w *Watch) earliest() (int64, bool) {
+	next, ok := int64(math.MaxInt64), false
 	for s := range State(numStates) {
 		if w.timeouts[s] > 0 {
-			next = min(next, w.due[s])
+			next, ok = min(next, w.due[s]), true
 		}
 	}
-	return next
+	return next, ok
 }
 
 // shortest is the shortest enabled timeout; there is one.
 func (w *Watch) shortest() int64 {
-	d := int64(never)
+	d := int64(math.MaxInt64)
 	for _, t := range w.timeouts {
 		if t > 0 {
 			d = min(d, t)
@@ -241,7 +262,7 @@ func (w *Watch) rearm(now int64) {
 	if w.task == 0 {
 		return
 	}
-	next := w.earliest()
+	next, _ := w.earliest()
 	if next == w.armed {
 		return
 	}
@@ -285,18 +306,20 @@ func (w *Watch) run() error {
 		w.fired |= 1 << s
 		// The next Event of this state, if the connection stays idle, is
 		// a whole timeout after this one, whatever the Handler takes.
-		w.due[s] = now + t
+		w.due[s] = after(now, t)
 		d.events[s].Add(1)
-		switch d.handler(w.conn, e) {
+		// The Handler may stop the Watch, which lets go of the connection:
+		// its Action still applies to the connection it was called for.
+		c := w.conn
+		switch d.handler(c, e) {
 		case gnet.Close:
-			if w.status == watching {
-				d.closed.Add(1)
-				// On its own event loop, so gnet closes it now and calls
-				// OnClose, which stops the Watch. Stop again in case
-				// OnClose does not.
-				_ = w.loop.Close(w.conn)
-				w.Stop()
-			}
+			d.closed.Add(1)
+			// On its own event loop, so gnet closes it now and calls
+			// OnClose, which stops the Watch; gnet ignores the close of a
+			// connection the Handler closed itself. Stop again in case
+			// OnClose does not.
+			_ = w.loop.Close(c)
+			w.Stop()
 			return nil
 		case gnet.Shutdown:
 			return errorx.ErrEngineShutdown
@@ -307,7 +330,7 @@ func (w *Watch) run() error {
 	}
 	// The fire moved the repeating task to its next interval: set it to
 	// the next deadline whatever it was armed for.
-	w.armed = -1
+	w.armed = unarmed
 	w.rearm(d.now())
 	return nil
 }

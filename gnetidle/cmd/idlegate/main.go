@@ -2,8 +2,8 @@
 // sends count as a heartbeat, and a device that sends nothing for -idle is
 // disconnected, counted from its last byte, or from its connection when it
 // sent none. A device that keeps sending is never disconnected by the
-// gateway. Idleness is detected with package gnetidle: one go-schedule task
-// per connection, pushed out by each read.
+// gateway. Idleness is detected with package gnetidle, wrapped round the
+// gateway's handler: one go-schedule task per connection.
 //
 // Usage, from the module's directory (gnetidle/):
 //
@@ -131,10 +131,13 @@ func (g *gate) onIdle(c gnet.Conn, _ gnetidle.Event) gnet.Action {
 	return gnet.Close
 }
 
+// The Detector's Wrap watches every connection from OnOpen to OnClose, and
+// counts every read as a heartbeat.
+
 func (g *gate) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	g.accepted.Add(1)
 	g.open.Add(1)
-	if err := g.idle.Opened(c); err != nil {
+	if g.idle.WatchOf(c) == nil {
 		// The scheduler is shut down only after the engine has stopped.
 		return nil, gnet.Close
 	}
@@ -142,14 +145,12 @@ func (g *gate) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 }
 
 func (g *gate) OnTraffic(c gnet.Conn) gnet.Action {
-	g.idle.Read(c) // any bytes are a heartbeat
 	n, _ := c.Discard(-1)
 	g.bytes.Add(int64(n))
 	return gnet.None
 }
 
 func (g *gate) OnClose(c gnet.Conn, _ error) gnet.Action {
-	g.idle.Closed(c)
 	g.open.Add(-1)
 	switch {
 	case c.Context() == idleClose{}:
@@ -191,7 +192,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.loops > 0 {
 		opts = append(opts, gnet.WithNumEventLoop(c.loops))
 	}
-	srv, err := gnetutil.Serve(g, c.addr, opts...)
+	srv, err := gnetutil.Serve(d.Wrap(g), c.addr, opts...)
 	if err != nil {
 		fmt.Fprintln(stderr, "idlegate:", err)
 		return exitFail

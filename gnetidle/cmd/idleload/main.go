@@ -9,7 +9,13 @@
 //     that sets a read deadline before each read;
 //   - tickfix, only when asked for with -servers: tick written the plain
 //     way, with each read moving the connection down the heap under the
-//     heap's mutex.
+//     heap's mutex;
+//   - reset and stamp, only when asked for with -servers: gnet with
+//     go-schedule written directly on the Scheduler, reader idle only,
+//     each read pushing the connection's task out with a Reset (reset,
+//     gnetidle's way) or storing the time for the task to re-arm itself
+//     when it comes due (stamp, Netty's way), to compare the two without
+//     the rest of gnetidle.
 //
 // For each, it starts server processes (gateway shards, each on a loopback
 // port of its own) and load processes that connect raw TCP clients to them.
@@ -39,7 +45,7 @@
 //	-beat d          interval between a client's bytes (default idle/5)
 //	-fall d          window after the start in which silent clients stop (default 2 × idle)
 //	-grace d         wait after the last silent client's deadline before counting (default 2s)
-//	-servers list    servers to measure, in order (default schedule,tick,net; tickfix too)
+//	-servers list    servers to measure, in order (default schedule,tick,net; tickfix, reset, stamp too)
 //	-rounds n        measure the servers this many times, interleaved (default 1)
 //	-per-process n   connections per process at most (default 15000); server and
 //	                 load processes are as many as that needs, unless set:
@@ -70,6 +76,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,10 +89,15 @@ const (
 	modeTick     = "tick"
 	modeNet      = "net"
 	modeTickFix  = "tickfix" // only when asked for: tick, fixing the heap on every read
+	modeReset    = "reset"   // only when asked for: go-schedule with a Reset per read
+	modeStamp    = "stamp"   // only when asked for: go-schedule with a time stored per read
 )
 
-// allModes are the servers measured by default.
-var allModes = []string{modeSchedule, modeTick, modeNet}
+// allModes are the servers measured by default; knownModes, all there are.
+var (
+	allModes   = []string{modeSchedule, modeTick, modeNet}
+	knownModes = []string{modeSchedule, modeTick, modeNet, modeTickFix, modeReset, modeStamp}
+)
 
 func main() { loadtest.Main(run) }
 
@@ -134,7 +146,8 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.DurationVar(&c.Fall, "fall", 0, "window after the start in which silent clients stop (default 2 × idle)")
 	fs.DurationVar(&c.Grace, "grace", c.Grace, "wait after the last silent client's deadline before counting")
 	fs.StringVar(&servers, "servers", servers, "servers to measure, in order: "+strings.Join(allModes, ", ")+
-		"; also "+modeTickFix+", the OnTick heap fixed on every read")
+		"; also "+modeTickFix+", the OnTick heap fixed on every read, and "+modeReset+" and "+modeStamp+
+		", go-schedule on its own with a Reset or a time stored per read")
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "measure the servers this many times, interleaved")
 	fs.IntVar(&c.PerProcess, "per-process", c.PerProcess, "connections per process at most, below the limit of open files per process")
 	fs.IntVar(&c.ServerProcs, "server-procs", 0, "server processes per server (default: as -per-process needs)")
@@ -151,8 +164,8 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	for _, m := range strings.Split(servers, ",") {
 		m = strings.TrimSpace(m)
 		switch {
-		case m != modeSchedule && m != modeTick && m != modeNet && m != modeTickFix:
-			return c, fmt.Errorf("-servers: unknown server %q; want %s or %s", m, strings.Join(allModes, ", "), modeTickFix)
+		case !slices.Contains(knownModes, m):
+			return c, fmt.Errorf("-servers: unknown server %q; want one of %s", m, strings.Join(knownModes, ", "))
 		case seen[m]:
 			return c, fmt.Errorf("-servers: %q twice", m)
 		}

@@ -22,9 +22,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
 
-// TestLoadCI runs the whole load test at CI size, all three servers, each
-// over two server processes and two load processes: every count must be
-// exact, so the exit status is 0.
+// TestLoadCI runs the whole load test at CI size, every server, each over
+// two server processes and two load processes: every count must be exact,
+// so the exit status is 0.
 func TestLoadCI(t *testing.T) {
 	conns := "600"
 	if testing.Short() {
@@ -32,13 +32,14 @@ func TestLoadCI(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"-conns", conns, "-silent", "0.2", "-idle", "1s", "-beat", "100ms",
-		"-fall", "1s", "-grace", "1500ms", "-server-procs", "2", "-loaders", "2", "-dialers", "16"},
+		"-fall", "1s", "-grace", "1500ms", "-server-procs", "2", "-loaders", "2", "-dialers", "16",
+		"-servers", strings.Join(knownModes, ",")},
 		nil, &stdout, &stderr)
 	t.Logf("report:\n%s", stdout.String())
 	require.Equal(t, loadtest.ExitPass, code, "exit status; standard error:\n%s", stderr.String())
 	out := stdout.String()
 	for _, want := range []string{"gnet + go-schedule", "gnet + OnTick heap", "net + read deadline",
-		"silent connections closed / expected", "server CPU per connection"} {
+		"fixed per read", "Reset per read", "time per read", "silent connections closed / expected", "server CPU per connection"} {
 		assert.Contains(t, out, want)
 	}
 	assert.NotContains(t, out, "WRONG")
@@ -105,9 +106,9 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, time.Second, c.Beat, "idle/5")
 	assert.Equal(t, 10*time.Second, c.Fall, "2 × idle")
 
-	c, err = parseFlags([]string{"-servers", "net,schedule,tickfix"}, &out)
+	c, err = parseFlags([]string{"-servers", "net,schedule,tickfix,reset,stamp"}, &out)
 	require.NoError(t, err)
-	assert.Equal(t, []string{modeNet, modeSchedule, modeTickFix}, c.Modes)
+	assert.Equal(t, []string{modeNet, modeSchedule, modeTickFix, modeReset, modeStamp}, c.Modes)
 
 	for _, bad := range [][]string{
 		{"-conns", "0"}, {"-silent", "2"}, {"-idle", "0"}, {"-beat", "5s"}, {"-servers", "wheel"},

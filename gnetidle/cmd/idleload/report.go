@@ -23,6 +23,10 @@ func label(mode string) string {
 		return "net + read deadline"
 	case modeTickFix:
 		return "gnet + OnTick heap, fixed per read"
+	case modeReset:
+		return "go-schedule alone, Reset per read"
+	case modeStamp:
+		return "go-schedule alone, time per read"
 	}
 	return mode
 }

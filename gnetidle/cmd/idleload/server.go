@@ -17,7 +17,7 @@ import (
 
 // serverConfig is one server process's.
 type serverConfig struct {
-	loadtest.ServerConfig // Mode: modeSchedule, modeTick, modeNet or modeTickFix
+	loadtest.ServerConfig // Mode: one of the modes in main.go
 	Idle                  time.Duration
 	Loops                 int // gnet event loops; 0: one per CPU
 }
@@ -69,6 +69,17 @@ func runServer(ctx context.Context, c serverConfig, out *emitter, cmds <-chan st
 		if h.d, err = gnetidle.New(s, gnetidle.Timeouts{Reader: c.Idle}, h.onIdle); err != nil {
 			return err
 		}
+		if h.srv, err = gnetutil.Serve(h, c.Listen, opts...); err != nil {
+			return err
+		}
+		srv = h
+	case modeReset, modeStamp:
+		s, err := schedule.New(c.Workers)
+		if err != nil {
+			return err
+		}
+		defer s.Shutdown()
+		h := newResetServer(s, c.Idle, c.Mode == modeStamp)
 		if h.srv, err = gnetutil.Serve(h, c.Listen, opts...); err != nil {
 			return err
 		}
