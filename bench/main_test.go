@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // Tests of what a person reads: the flags -h lists, the console's table
@@ -112,4 +113,11 @@ func TestEstimateCoversEveryWorkload(t *testing.T) {
 	}
 	assert.Equal(t, "40 s", roundEstimate(38e9))
 	assert.Equal(t, "4 min", roundEstimate(220e9))
+}
+
+// TestMain fails the run if a test leaves a goroutine behind. Importing
+// ants starts its package-level default pool before any test runs;
+// IgnoreCurrent ignores exactly those goroutines.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
