@@ -20,10 +20,10 @@
 //   - Beat and Watch start a watch when there is none, which can fail: they
 //     return nil, or ErrInvalidTimeout, ErrClosed, schedule.ErrShutdown or
 //     schedule.ErrTooManyTasks. Bad input is reported first.
-//   - Refresh, Forget and Deadline never start one and never fail: they
-//     report whether key was watched, and so had its deadline moved,
-//     stopped or read. After Close or the scheduler's Shutdown no key is
-//     watched, so they report false.
+//   - Refresh, Forget and Deadline never start one: they report whether key
+//     was watched, and so had its deadline moved, stopped or read. After
+//     Close or the scheduler's Shutdown no key is watched, so they report
+//     false. A Refresh that cannot re-arm a watch ends it and reports false.
 //
 // # Close
 //
@@ -192,7 +192,9 @@ func (m *Monitor[K]) Beat(key K) error {
 //
 // Like Beat, a Refresh that comes after key's deadline has passed but before
 // expired has run for it wins: key stays watched with a fresh deadline.
-// Refresh returns false after Close and once the scheduler is shut down.
+// Refresh returns false after Close and once the scheduler is shut down;
+// when key's deadline had passed and no new task could be scheduled for it
+// (schedule.ErrTooManyTasks), the watch ends and Refresh returns false.
 func (m *Monitor[K]) Refresh(key K) bool {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
