@@ -82,13 +82,14 @@ const shardCount = 256
 // it lives until Close or until its scheduler is shut down, and either
 // ends every watch without calling expired.
 type Monitor[K comparable] struct {
-	s       *schedule.Scheduler
-	timeout time.Duration
-	expired func(K, time.Time)
-	seed    maphash.Seed
-	fire    func(schedule.TaskID, any) // m.onDeadline, made once
-	closed  atomic.Bool                // set by Close, before it empties the shards
-	shards  [shardCount]shard[K]
+	s         *schedule.Scheduler
+	timeout   time.Duration
+	expired   func(K)            // from New; nil with NewWithDeadline
+	expiredAt func(K, time.Time) // from NewWithDeadline; nil with New
+	seed      maphash.Seed
+	fire      func(schedule.TaskID, any) // m.onDeadline, made once
+	closed    atomic.Bool                // set by Close, before it empties the shards
+	shards    [shardCount]shard[K]
 }
 
 // shard is one part of the key index; mu guards it. A key is watched
@@ -126,10 +127,12 @@ func (m *Monitor[K]) watch(sh *shard[K], h uint64, key K) (schedule.TaskID, time
 // Monitor's use. It returns ErrNilScheduler, ErrInvalidTimeout or
 // ErrNilExpired for bad arguments.
 func New[K comparable](s *schedule.Scheduler, timeout time.Duration, expired func(key K)) (*Monitor[K], error) {
-	if expired == nil {
-		return newMonitor[K](s, timeout, nil)
+	m, err := newMonitor[K](s, timeout, expired == nil)
+	if err != nil {
+		return nil, err
 	}
-	return newMonitor(s, timeout, func(key K, _ time.Time) { expired(key) })
+	m.expired = expired
+	return m, nil
 }
 
 // NewWithDeadline is New for an expired function that also receives the
@@ -138,19 +141,26 @@ func New[K comparable](s *schedule.Scheduler, timeout time.Duration, expired fun
 // the scheduler's pool is busy; time.Since(deadline) is then how late. It
 // returns the errors New returns.
 func NewWithDeadline[K comparable](s *schedule.Scheduler, timeout time.Duration, expired func(key K, deadline time.Time)) (*Monitor[K], error) {
-	return newMonitor(s, timeout, expired)
+	m, err := newMonitor[K](s, timeout, expired == nil)
+	if err != nil {
+		return nil, err
+	}
+	m.expiredAt = expired
+	return m, nil
 }
 
-func newMonitor[K comparable](s *schedule.Scheduler, timeout time.Duration, expired func(K, time.Time)) (*Monitor[K], error) {
+// newMonitor checks New's arguments (noExpired: the expired function is
+// nil) and returns a Monitor without its expired function.
+func newMonitor[K comparable](s *schedule.Scheduler, timeout time.Duration, noExpired bool) (*Monitor[K], error) {
 	switch {
 	case s == nil:
 		return nil, ErrNilScheduler
 	case timeout <= 0:
 		return nil, ErrInvalidTimeout
-	case expired == nil:
+	case noExpired:
 		return nil, ErrNilExpired
 	}
-	m := &Monitor[K]{s: s, timeout: timeout, expired: expired, seed: maphash.MakeSeed()}
+	m := &Monitor[K]{s: s, timeout: timeout, seed: maphash.MakeSeed()}
 	m.fire = m.onDeadline
 	return m, nil
 }
@@ -270,10 +280,14 @@ func (m *Monitor[K]) onDeadline(id schedule.TaskID, arg any) {
 	}
 	m.unwatch(sh, h, key)
 	sh.mu.Unlock()
+	if m.expired != nil {
+		m.expired(key)
+		return
+	}
 	// The task is this job's: it stays due, not finished, until the job
 	// returns, so Deadline still has the instant it came due.
 	deadline, _ := m.s.Deadline(id)
-	m.expired(key, deadline)
+	m.expiredAt(key, deadline)
 }
 
 // Forget stops watching key. It reports whether key was watched: true
