@@ -152,7 +152,7 @@ func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error)
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(nil, job, delay, 0)
+	return s.add(nil, job, s.deadline(delay), 0)
 }
 
 // ScheduleOneWith is ScheduleOne for a job that receives its own TaskID and
@@ -170,7 +170,34 @@ func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(job, arg, delay, 0)
+	return s.add(job, arg, s.deadline(delay), 0)
+}
+
+// ScheduleAt runs job once, at the instant at: ScheduleOne for a deadline
+// already known as a time, such as a lease's expiry or a message's
+// not-after. The deadline is fixed when ScheduleAt is called, on the
+// monotonic clock when at carries a monotonic reading (as time.Now and its
+// Add do) and on the wall clock otherwise; a later change of the wall clock
+// does not move it, as with time.Until. An instant now or in the past, the
+// zero Time included, runs job as soon as a worker is free; one more than
+// about 18 years after New is accepted, and the job never comes due.
+//
+// It returns the errors ScheduleOne returns, and waits as it does.
+func (s *Scheduler) ScheduleAt(job func(), at time.Time) (TaskID, error) {
+	if job == nil {
+		return 0, ErrNilJob
+	}
+	return s.add(nil, job, s.deadlineAt(at), 0)
+}
+
+// ScheduleAtWith is ScheduleAt for a job that receives its own TaskID and a
+// value of the caller's, as ScheduleOneWith describes: job(id, arg) runs
+// once, at the instant at. It returns the errors ScheduleOneWith returns.
+func (s *Scheduler) ScheduleAtWith(job func(id TaskID, arg any), arg any, at time.Time) (TaskID, error) {
+	if job == nil {
+		return 0, ErrNilJob
+	}
+	return s.add(job, arg, s.deadlineAt(at), 0)
 }
 
 // Schedule runs job every interval, the first time interval from now. Runs
@@ -191,7 +218,7 @@ func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error)
 	if interval <= 0 {
 		return 0, ErrInvalidInterval
 	}
-	return s.add(nil, job, interval, interval)
+	return s.add(nil, job, s.deadline(interval), interval)
 }
 
 // ScheduleWith is Schedule for a job that receives its own TaskID and a
@@ -204,7 +231,7 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 	if interval <= 0 {
 		return 0, ErrInvalidInterval
 	}
-	return s.add(job, arg, interval, interval)
+	return s.add(job, arg, s.deadline(interval), interval)
 }
 
 // CancelTask stops the task id. It reports whether this call stopped it:
@@ -270,6 +297,27 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// Deadline returns the instant at which task id is due. For a pending task
+// it is the next deadline, as Reset last set it; for a one-shot that has
+// come due and whose job waits for a worker or is running, it is the
+// deadline it came due at, so a job of ScheduleOneWith can learn, from
+// inside, the instant it was due. It reports false for a task that is
+// cancelled or finished, for an unknown ID or 0, for an ID of another
+// Scheduler, and after Shutdown. A deadline too far out to represent is
+// reported as about 18 years after New.
+func (s *Scheduler) Deadline(id TaskID) (time.Time, bool) {
+	t := s.slab.lookup(id)
+	if t == nil || s.IsShutdown() || !t.lock(id.gen()) {
+		return time.Time{}, false
+	}
+	w := t.word.Load()
+	t.unlock(id.gen())
+	if wordStatus(w) == statusCancelled {
+		return time.Time{}, false
+	}
+	return s.epoch.Add(time.Duration(wordWhen(w))), true
 }
 
 // Len returns the number of pending tasks: one-shot tasks that have not
@@ -362,13 +410,24 @@ func (s *Scheduler) deadline(delay time.Duration) int64 {
 	return now + int64(delay)
 }
 
-// add allocates a task for job fn(id, arg) (fn nil: arg is a func()) and
-// queues it for the owner.
-func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Duration) (TaskID, error) {
+// deadlineAt converts an instant into a deadline, clamped to [now, never].
+// Sub takes the monotonic readings of at and the epoch when both have one,
+// and saturates rather than overflows.
+func (s *Scheduler) deadlineAt(at time.Time) int64 {
+	now := s.now()
+	when := int64(at.Sub(s.epoch))
+	if when <= now {
+		return now
+	}
+	return min(when, never)
+}
+
+// add allocates a task for job fn(id, arg) (fn nil: arg is a func()), due
+// at when, and queues it for the owner.
+func (s *Scheduler) add(fn func(TaskID, any), arg any, when int64, interval time.Duration) (TaskID, error) {
 	if s.IsShutdown() {
 		return 0, ErrShutdown
 	}
-	when := s.deadline(delay)
 	slot, t, k, ok := s.slab.alloc()
 	if !ok {
 		return 0, ErrTooManyTasks

@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"time"
 )
 
 // runResult is what one child process reports: one implementation, one
@@ -25,6 +27,35 @@ type runResult struct {
 	// Load1 is the machine's 1-minute load average when the child started
 	// (Linux only), a hint of how much else was running.
 	Load1 float64 `json:"load1,omitempty"`
+}
+
+// childCommand is the first argument of a child process: the parent runs
+// its own binary as "bench child -impl … -workload … -run …" plus the
+// sizes. The child's flags are a FlagSet of their own, so that the
+// parent's -h lists only what a user sets.
+const childCommand = "child"
+
+// childMain parses a child's arguments, runs its measurement and exits at
+// once: an implementation's goroutines may still be busy. Run by hand, as
+// "go run . child -impl lazycancel -workload add -cpuprofile cpu.out", it
+// profiles one measurement.
+func childMain(args []string) {
+	var c config
+	fs := flag.NewFlagSet("bench "+childCommand, flag.ExitOnError)
+	impl := fs.String("impl", "", "implementation to measure")
+	wl := fs.String("workload", "", "workload to run")
+	run := fs.Int("run", 1, "repetition number (seeds the workload's randomness)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measurement to this file")
+	quick := fs.Bool("quick", false, "CI sizes for the sizes not given")
+	sizeFlags(fs, &c)
+	fs.Parse(args)
+	c.applyDefaults(*quick)
+	if stallLimit <= 0 {
+		stallLimit = 20 * time.Second
+	}
+	sortWorkloads()
+	runChild(*impl, *wl, *run, c, *cpuProfile)
+	os.Exit(0)
 }
 
 // runChild measures one implementation on one workload and writes the

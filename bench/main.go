@@ -8,19 +8,25 @@
 // heartbeats (a timeout per device key, each implementation keeping its
 // own key index).
 //
-// The standard output ends with the headline table and go-schedule's
-// targets; with fewer than three repetitions (as with -quick) both are
-// labelled indicative.
+// It prints an estimate of its duration as it starts, and a progress line
+// with the time left while it runs. The standard output ends with a short
+// table of the figures users compare first, the go-schedule targets the
+// run missed, and a one-line verdict: targets met, missed and not
+// measured. With fewer than three repetitions (as with -quick) the
+// verdicts are labelled indicative. Every table is written to results.md
+// in the output directory, with results.json and a chart; both record the
+// CPU model and the Go version.
 //
 // Run it from the bench directory:
 //
-//	go run .          # full run, writes results/ (about 40 minutes on 2 cores)
-//	go run . -quick   # small run for CI (about 2.5 minutes), writes to a temporary directory
+//	go run .          # full run, writes results/ (about 35 minutes on 2 cores)
+//	go run . -quick   # small run for CI (about 4 minutes), writes to a temporary directory
 //
 // Every (implementation, workload, repetition) runs in its own child
 // process, so that memory figures do not mix; the parent re-executes its own
-// binary, collects the JSON each child prints, and writes results.json,
-// results.md and a chart.
+// binary as "bench child …", collects the JSON each child prints, and
+// writes results.json, results.md and a chart. The child's flags are not
+// the parent's: "go run . child -h" lists them.
 package main
 
 import (
@@ -37,62 +43,31 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == childCommand {
+		childMain(os.Args[2:])
+		return
+	}
 	var c config
-	quick := flag.Bool("quick", false, "small sizes and one repetition, for CI (about two and a half minutes); verdicts are then indicative")
-	count := flag.Int("count", 0, "repetitions of every measurement (default 3, 1 with -quick)")
-	out := flag.String("out", "", "output directory (default results, or a temporary directory with -quick)")
-	only := flag.String("impl", "", "comma-separated implementations to run (default all)")
-	wls := flag.String("workload", "", "comma-separated workloads to run (default all; keyed selects keyed-uint64 and keyed-string)")
-	timeout := flag.Duration("timeout", 3*time.Minute, "limit for one child process (stalls are caught sooner by the child's watchdog)")
-	flag.IntVar(&c.Workers, "workers", 64, "pool size for implementations with a worker pool")
-	flag.IntVar(&c.AddN, "add", 0, "add: timers (default 1000000, 100000 with -quick)")
-	flag.IntVar(&c.Devices, "devices", 0, "heartbeat: devices (default 1000000, 100000 with -quick)")
-	flag.IntVar(&c.Heartbeats, "heartbeats", 0, "heartbeat: heartbeats (default 2000000, 200000 with -quick)")
-	flag.IntVar(&c.FireN, "fire", 0, "fire: deadlines (default 200000, 20000 with -quick)")
-	flag.DurationVar(&c.FireWindow, "fire-window", 0, "fire: window the deadlines spread over (default 2s, 1s with -quick)")
-	flag.DurationVar(&c.FireDense, "fire-dense-window", 0, "fire-dense: window the same number of deadlines is packed into (default 200ms, 20ms with -quick)")
-	flag.IntVar(&c.BurstN, "burst", 0, "burst: deadlines due at the same instant (default 1000000, 100000 with -quick)")
-	flag.IntVar(&c.ParallelN, "parallel", 0, "parallel: timers (default 1000000, 100000 with -quick)")
-	flag.IntVar(&c.SpikeN, "spike", 0, "spike: timers in the spike (default 10000000, 200000 with -quick)")
-	flag.IntVar(&c.IdleN, "idle-n", 0, "idle: pending deadlines (default 1000000, 100000 with -quick)")
-	flag.DurationVar(&c.Idle, "idle", 0, "idle: measured idle period (default 10s, 1s with -quick)")
-	flag.IntVar(&c.CorrectDevices, "correct-devices", 0, "correctness: devices (default 10000, 2000 with -quick)")
-	flag.DurationVar(&c.CorrectFor, "correct-for", 0, "correctness: heartbeat period (default 1s, 500ms with -quick)")
-	flag.IntVar(&c.KeyedKeys, "keyed-keys", 0, "keyed: watched keys (default 1000000, 100000 with -quick)")
-	flag.IntVar(&c.KeyedBeats, "keyed-beats", 0, "keyed: Beats on random watched keys (default 2000000, 200000 with -quick)")
-	flag.DurationVar(&c.KeyedTimeout, "keyed-timeout", 0, "keyed: short timeout of the exactness check, at least two wheel ticks (default 3s, 1s with -quick)")
-	flag.Uint64Var(&c.Seed, "seed", 1, "random seed")
-	render := flag.String("render", "", "re-render results.md and the chart from this results.json, without measuring")
-	childImpl := flag.String("child-impl", "", "internal: run one measurement in this process")
-	childWorkload := flag.String("child-workload", "", "internal: workload of the child measurement")
-	childRun := flag.Int("child-run", 0, "internal: repetition number of the child measurement")
-	flag.DurationVar(&stallLimit, "stall", 0, "report a child as stuck after this long without progress (default 20s, 6s with -quick)")
-	cpuProfile := flag.String("cpuprofile", "", "with -child-impl: write a CPU profile of the measurement to this file")
-	flag.Parse()
-
-	c.applyDefaults(*quick)
+	o, fs := parentFlags(&c, flag.CommandLine)
+	fs.Parse(os.Args[1:])
+	c.applyDefaults(o.quick)
 	if stallLimit <= 0 {
 		stallLimit = 20 * time.Second
-		if *quick {
+		if o.quick {
 			stallLimit = 6 * time.Second
 		}
 	}
 	sortWorkloads()
-	if *childImpl != "" {
-		runChild(*childImpl, *childWorkload, *childRun, c, *cpuProfile)
-		// Exit at once: an implementation's goroutines may still be busy.
-		os.Exit(0)
-	}
-	if *count <= 0 {
-		*count = 3
-		if *quick {
-			*count = 1
+	if o.count <= 0 {
+		o.count = 3
+		if o.quick {
+			o.count = 1
 		}
 	}
-	dir := *out
+	dir := o.out
 	if dir == "" {
 		dir = "results"
-		if *quick {
+		if o.quick {
 			d, err := os.MkdirTemp("", "schedule-bench-")
 			if err != nil {
 				fatal(err)
@@ -103,17 +78,18 @@ func main() {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fatal(err)
 	}
-	if *render != "" {
-		rep, err := loadReport(*render)
+	if o.render != "" {
+		rep, err := loadReport(o.render)
 		if err != nil {
 			fatal(err)
 		}
 		if err := rep.write(dir); err != nil {
 			fatal(err)
 		}
+		fmt.Print(rep.console(dir))
 		return
 	}
-	impls, err := selectNames(*only, implNames())
+	impls, err := selectNames(o.impl, implNames())
 	if err != nil {
 		fatal(err)
 	}
@@ -121,7 +97,7 @@ func main() {
 	for _, w := range workloads {
 		wnames = append(wnames, w.Name)
 	}
-	wsel, err := selectNames(expandGroups(*wls), wnames)
+	wsel, err := selectNames(expandGroups(o.workload), wnames)
 	if err != nil {
 		fatal(err)
 	}
@@ -131,17 +107,16 @@ func main() {
 		Date:    time.Now().UTC().Format(time.RFC3339),
 		Machine: machineInfo(),
 		Config:  c,
-		Count:   *count,
-		Quick:   *quick,
+		Count:   o.count,
+		Quick:   o.quick,
 	}
-	if err := runAll(rep, impls, wsel, c, *count, *timeout); err != nil {
+	if err := runAll(rep, impls, wsel, c, o.count, o.quick, o.timeout); err != nil {
 		fatal(err)
 	}
 	if err := rep.write(dir); err != nil {
 		fatal(err)
 	}
-	fmt.Print(rep.console())
-	fmt.Fprintf(os.Stderr, "results in %s\n", dir)
+	fmt.Print(rep.console(dir))
 	if rep.failedRuns() > 0 {
 		fmt.Fprintf(os.Stderr, "%d runs failed (see results.md)\n", rep.failedRuns())
 	}
@@ -149,6 +124,68 @@ func main() {
 		fmt.Fprintf(os.Stderr, "go-schedule itself failed:\n  %s\n", strings.Join(bad, "\n  "))
 		os.Exit(2)
 	}
+}
+
+// parentOptions are the parent's flags other than the sizes.
+type parentOptions struct {
+	quick               bool
+	count               int
+	out, impl, workload string
+	timeout             time.Duration
+	render              string
+}
+
+// parentFlags defines the flags a user sets on fs: the parent's own and
+// the sizes. The child's (childMain) are not among them.
+func parentFlags(c *config, fs *flag.FlagSet) (*parentOptions, *flag.FlagSet) {
+	o := &parentOptions{}
+	fs.BoolVar(&o.quick, "quick", false, "small sizes and one repetition, for CI (about 4 minutes on 2 cores); verdicts are then indicative")
+	fs.IntVar(&o.count, "count", 0, "repetitions of every measurement (default 3, 1 with -quick)")
+	fs.StringVar(&o.out, "out", "", "output directory (default results, or a temporary directory with -quick)")
+	fs.StringVar(&o.impl, "impl", "", "comma-separated implementations to run (default all)")
+	fs.StringVar(&o.workload, "workload", "", "comma-separated workloads to run (default all; keyed selects keyed-uint64 and keyed-string)")
+	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "limit for one child process (stalls are caught sooner by the child's watchdog)")
+	fs.StringVar(&o.render, "render", "", "re-render results.md and the chart from this results.json, without measuring")
+	sizeFlags(fs, c)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintln(w, "usage: go run . [flags]   (in bench/)")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Compares go-schedule with the Go runtime's timers and timing-wheel libraries, each")
+		fmt.Fprintln(w, "measurement in a process of its own. Prints a short table and a verdict line; writes")
+		fmt.Fprintln(w, "every table to -out. A full run takes about 35 minutes on 2 cores, -quick about 4.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Flags:")
+		fs.PrintDefaults()
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "To profile one measurement: go run . child -impl lazycancel -workload add -cpuprofile cpu.out")
+	}
+	return o, fs
+}
+
+// sizeFlags defines the flags that set the workloads' sizes on fs, which
+// the parent and each child share: the parent hands its sizes down with
+// them (childArgs).
+func sizeFlags(fs *flag.FlagSet, c *config) {
+	fs.IntVar(&c.Workers, "workers", 64, "pool size for implementations with a worker pool")
+	fs.IntVar(&c.AddN, "add", 0, "add: timers (default 1000000, 100000 with -quick)")
+	fs.IntVar(&c.Devices, "devices", 0, "heartbeat: devices (default 1000000, 100000 with -quick)")
+	fs.IntVar(&c.Heartbeats, "heartbeats", 0, "heartbeat: heartbeats (default 2000000, 200000 with -quick)")
+	fs.IntVar(&c.FireN, "fire", 0, "fire: deadlines (default 200000, 20000 with -quick)")
+	fs.DurationVar(&c.FireWindow, "fire-window", 0, "fire: window the deadlines spread over (default 2s, 1s with -quick)")
+	fs.DurationVar(&c.FireDense, "fire-dense-window", 0, "fire-dense: window the same number of deadlines is packed into (default 200ms, 20ms with -quick)")
+	fs.IntVar(&c.BurstN, "burst", 0, "burst: deadlines due at the same instant (default 1000000, 100000 with -quick)")
+	fs.IntVar(&c.ParallelN, "parallel", 0, "parallel: timers (default 1000000, 100000 with -quick)")
+	fs.IntVar(&c.SpikeN, "spike", 0, "spike: timers in the spike (default 10000000, 200000 with -quick)")
+	fs.IntVar(&c.IdleN, "idle-n", 0, "idle: pending deadlines (default 1000000, 100000 with -quick)")
+	fs.DurationVar(&c.Idle, "idle", 0, "idle: measured idle period (default 10s, 1s with -quick)")
+	fs.IntVar(&c.CorrectDevices, "correct-devices", 0, "correctness: devices (default 10000, 2000 with -quick)")
+	fs.DurationVar(&c.CorrectFor, "correct-for", 0, "correctness: heartbeat period (default 1s, 500ms with -quick)")
+	fs.IntVar(&c.KeyedKeys, "keyed-keys", 0, "keyed: watched keys (default 1000000, 100000 with -quick)")
+	fs.IntVar(&c.KeyedBeats, "keyed-beats", 0, "keyed: Beats on random watched keys (default 2000000, 200000 with -quick)")
+	fs.DurationVar(&c.KeyedTimeout, "keyed-timeout", 0, "keyed: short timeout of the exactness check, at least two wheel ticks (default 3s, 1s with -quick)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "random seed")
+	fs.DurationVar(&stallLimit, "stall", 0, "report a child as stuck after this long without progress (default 20s, 6s with -quick)")
 }
 
 // applyDefaults fills every size left at zero.
@@ -187,11 +224,11 @@ func (c *config) applyDefaults(quick bool) {
 	pickD(&c.KeyedTimeout, 3*time.Second, time.Second)
 }
 
-// childArgs are the flags that make a child run one measurement with the
-// parent's sizes.
+// childArgs are the arguments that make a child run one measurement with
+// the parent's sizes.
 func childArgs(im, wl string, run int, c config) []string {
 	return []string{
-		"-child-impl", im, "-child-workload", wl, "-child-run", strconv.Itoa(run),
+		childCommand, "-impl", im, "-workload", wl, "-run", strconv.Itoa(run),
 		"-workers", strconv.Itoa(c.Workers),
 		"-add", strconv.Itoa(c.AddN),
 		"-devices", strconv.Itoa(c.Devices),
@@ -216,7 +253,7 @@ func childArgs(im, wl string, run int, c config) []string {
 
 // runAll runs every selected measurement, repetitions interleaved so that
 // a noisy stretch of time does not hit one implementation only.
-func runAll(rep *report, impls, wls []string, c config, count int, timeout time.Duration) error {
+func runAll(rep *report, impls, wls []string, c config, count int, quick bool, timeout time.Duration) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -240,6 +277,12 @@ func runAll(rep *report, impls, wls []string, c config, count int, timeout time.
 			}
 		}
 	}
+	var est time.Duration
+	for _, j := range jobs {
+		est += childEstimate(j.wl, quick)
+	}
+	fmt.Fprintf(os.Stderr, "bench: %d measurements, each in a process of its own; expect about %s on 2 cores (%s)\n",
+		len(jobs), roundEstimate(est), estimateBasis)
 	p := newProgress(os.Stderr, len(jobs))
 	for _, j := range jobs {
 		p.step(fmt.Sprintf("run %d/%d  %-20s %s", j.run, count, j.wl, j.impl))

@@ -29,7 +29,14 @@ func newProgress(f *os.File, total int) *progress {
 
 // step announces the child about to run.
 func (p *progress) step(what string) {
-	line := fmt.Sprintf("[%d/%d %s] %s", p.done+1, p.total, time.Since(p.start).Round(time.Second), what)
+	elapsed := time.Since(p.start)
+	left := ""
+	if p.done > 0 {
+		// The runs so far are the best guide to the runs left: they ran on
+		// this machine, under its present load.
+		left = ", about " + roundEstimate(elapsed/time.Duration(p.done)*time.Duration(p.total-p.done)) + " left"
+	}
+	line := fmt.Sprintf("[%d/%d %s%s] %s", p.done+1, p.total, elapsed.Round(time.Second), left, what)
 	if !p.tty {
 		fmt.Fprintln(p.w, line)
 		return

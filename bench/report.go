@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"text/tabwriter"
 )
 
 // machine describes where the benchmark ran.
@@ -201,16 +202,6 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
-// ranKeyed reports whether any keyed workload ran.
-func (r *report) ranKeyed() bool {
-	for _, wl := range keyedWorkloads {
-		if r.hasRuns(wl) {
-			return true
-		}
-	}
-	return false
-}
-
 // keyedTable renders the keyed workloads: a row per implementation and
 // key type, for the implementations in the keyed comparison. Ratios are
 // to the mutex+map+Timer.Reset baseline with the same key type.
@@ -303,20 +294,93 @@ func (r *report) implTable() string {
 	return b.String()
 }
 
-// console is the part of the report printed on stdout at the end of a
-// run: the header, the headline and the targets.
-func (r *report) console() string {
+// console is what a run prints on stdout at its end, to be read in one
+// look: where it ran, a short table of the figures users compare first,
+// the targets it missed, where the full tables are, and a last line with
+// the verdict. dir holds the full report.
+func (r *report) console(dir string) string {
 	var b strings.Builder
-	b.WriteString(r.header())
-	b.WriteString("\nHeadline\n\n")
-	b.WriteString(r.headline())
-	if r.ranKeyed() {
-		b.WriteString("\nKeyed heartbeat\n\n")
-		b.WriteString(r.keyedTable())
+	b.WriteString("go-schedule comparative benchmark")
+	if r.indicative() {
+		b.WriteString(" (indicative: " + r.shortWhy() + ")")
 	}
-	b.WriteString("\ngo-schedule targets\n\n")
-	b.WriteString(r.targetsTable())
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "machine: %s, %d cores, GOMAXPROCS %d, %s %s", r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
+	if lo, hi, ok := r.loadRange(); ok {
+		fmt.Fprintf(&b, ", load %.1f–%.1f", lo, hi)
+	}
+	fmt.Fprintf(&b, "\ncommand: %s (in bench/), %s\n\n", r.Command, r.Date)
+	b.WriteString(r.shortHeadline())
+	b.WriteString("\nmedians; (×n) is the ratio to the Go runtime's median in this run, below 1 is better.\n")
+
+	var missed []targetCheck
+	for _, t := range r.Targets {
+		if strings.HasPrefix(t.Verdict, "MISSED") {
+			missed = append(missed, t)
+		}
+	}
+	if len(missed) > 0 {
+		b.WriteString("\ntargets missed:\n")
+		for _, t := range missed {
+			fmt.Fprintf(&b, "  %-12s %s: %s\n", t.Impl, t.Target, t.Value)
+		}
+	}
+	fmt.Fprintf(&b, "\nevery table, the %d targets and the chart: %s\n", len(r.Targets), filepath.Join(dir, "results.md"))
+	b.WriteString(r.verdictLine() + "\n")
 	return b.String()
+}
+
+// shortHeadline is the console's table: one row per implementation, the
+// five figures users compare first and the exactly-once checks, aligned
+// for a terminal.
+func (r *report) shortHeadline() string {
+	cols := []struct{ label, wl, key, fmt string }{
+		{"Reset ns", "heartbeat-reset", "ns_hb", "%.0f"},
+		{"add ns", "add", "ns_add", "%.0f"},
+		{"add+cancel ns", "add", "ns_pair", "%.0f"},
+		{"bytes/timer", "add", "bytes_task", "%.0f"},
+		{"fire p99 ms", "fire", "late_p99_ms", "%.2f"},
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "implementation")
+	for _, c := range cols {
+		fmt.Fprint(tw, "\t"+c.label)
+	}
+	fmt.Fprint(tw, "\texactly-once\n")
+	for _, name := range implNames() {
+		if !r.hasImpl(name) {
+			continue
+		}
+		fmt.Fprint(tw, name)
+		for _, c := range cols {
+			fmt.Fprint(tw, "\t"+r.shortCell(c.wl, name, c.key, c.fmt))
+		}
+		fmt.Fprintf(tw, "\t%s\n", r.correctVerdict(name))
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// shortCell is one figure of the console's table: the median and its
+// ratio to the runtime's; "early" for a lateness below zero (a wheel that
+// fired before the deadline), and why there is no figure otherwise.
+func (r *report) shortCell(wl, im, key, format string) string {
+	s, ok := r.get(wl, im, key)
+	if !ok {
+		if st := r.status(wl, im); st != "" && st != "not run" {
+			return st
+		}
+		return "–"
+	}
+	if s.Median < 0 {
+		return "early"
+	}
+	txt := fmt.Sprintf(format, s.Median)
+	if ratio, ok := r.ratio(wl, im, key); ok && im != baselineImpl {
+		txt += fmt.Sprintf(" (×%.2f)", ratio)
+	}
+	return txt
 }
 
 func tickList() string {

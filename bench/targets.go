@@ -220,3 +220,37 @@ func (r *report) indicativeWhy() string {
 	}
 	return fmt.Sprintf("%s on a machine that may be shared; a ratio can move by tens of percent between runs, so judge the targets on a full run (%d repetitions or more)", what, minJudgedCount)
 }
+
+// verdictLine is the last line a run prints: how many of go-schedule's
+// targets it met, missed and could not measure, and whether that is only
+// indicative.
+func (r *report) verdictLine() string {
+	var met, missed, unmeasured int
+	for _, t := range r.Targets {
+		switch {
+		case strings.HasPrefix(t.Verdict, "met"):
+			met++
+		case strings.HasPrefix(t.Verdict, "MISSED"):
+			missed++
+		default:
+			unmeasured++
+		}
+	}
+	line := fmt.Sprintf("verdict: go-schedule targets %d met, %d missed, %d not measured", met, missed, unmeasured)
+	if r.indicative() {
+		line += " (indicative: " + r.shortWhy() + ")"
+	}
+	return line
+}
+
+// shortWhy says in a few words why verdicts are only indicative.
+func (r *report) shortWhy() string {
+	what := fmt.Sprintf("%d repetition", r.Count)
+	if r.Count != 1 {
+		what += "s"
+	}
+	if r.Quick {
+		what += " at CI sizes"
+	}
+	return what
+}

@@ -153,3 +153,88 @@ func ExampleMonitor_Refresh() {
 	// late packet on conn-1: false
 	// watching: 0
 }
+
+// Close ends a Monitor's watches when the server that used it stops, and
+// leaves the scheduler to the rest of the program.
+func ExampleMonitor_Close() {
+	s, err := schedule.New(1)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Shutdown()
+
+	m, err := heartbeat.New(s, 20*time.Millisecond, func(conn string) {
+		fmt.Println(conn, "timed out") // never printed
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := m.Beat("conn-1"); err != nil {
+		panic(err)
+	}
+	m.Close() // the listener stopped
+	time.Sleep(50 * time.Millisecond)
+	fmt.Println("Beat after Close:", m.Beat("conn-1"))
+	fmt.Println("Forget after Close:", m.Forget("conn-1"))
+	fmt.Println("scheduler pending tasks:", s.Len())
+	// Output:
+	// Beat after Close: heartbeat: monitor closed
+	// Forget after Close: false
+	// scheduler pending tasks: 0
+}
+
+// Deadline tells when a watched key expires unless it beats again; its last
+// Beat was that instant minus the timeout.
+func ExampleMonitor_Deadline() {
+	s, err := schedule.New(1)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Shutdown()
+
+	const timeout = time.Minute
+	m, err := heartbeat.New(s, timeout, func(uint64) {})
+	if err != nil {
+		panic(err)
+	}
+	before := time.Now()
+	if err := m.Beat(42); err != nil {
+		panic(err)
+	}
+	deadline, ok := m.Deadline(42)
+	lastSeen := deadline.Add(-timeout)
+	fmt.Println("watched:", ok, "last seen at the Beat:", !lastSeen.Before(before) && !lastSeen.After(time.Now()))
+	_, ok = m.Deadline(7)
+	fmt.Println("device 7 watched:", ok)
+	// Output:
+	// watched: true last seen at the Beat: true
+	// device 7 watched: false
+}
+
+// NewWithDeadline hands expired the deadline that passed, so a gateway can
+// log when a device was last heard from however late the pool ran the call.
+func ExampleNewWithDeadline() {
+	s, err := schedule.New(1)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Shutdown()
+
+	const timeout = 20 * time.Millisecond
+	lastHeard := make(chan time.Time, 1)
+	m, err := heartbeat.NewWithDeadline(s, timeout, func(dev uint64, deadline time.Time) {
+		lastHeard <- deadline.Add(-timeout)
+	})
+	if err != nil {
+		panic(err)
+	}
+	before := time.Now()
+	if err := m.Beat(7); err != nil {
+		panic(err)
+	}
+	after := time.Now()
+	at := <-lastHeard
+	fmt.Println("device 7 last heard from at its Beat:", !at.Before(before) && !at.After(after))
+	// Output:
+	// device 7 last heard from at its Beat: true
+}

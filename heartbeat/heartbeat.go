@@ -11,17 +11,52 @@
 //	m.Beat(dev)  // on every packet from dev
 //	m.Forget(dev) // when dev disconnects cleanly
 //
+// # Return values
+//
+// One rule, the scheduler's own (ScheduleOne returns an error, Reset and
+// CancelTask a bool): a call that starts a watch returns an error, a call
+// that acts on a watch that may exist returns whether there was one.
+//
+//   - Beat and Watch start a watch when there is none, which can fail: they
+//     return nil, or ErrInvalidTimeout, ErrClosed, schedule.ErrShutdown or
+//     schedule.ErrTooManyTasks. Bad input is reported first.
+//   - Refresh, Forget and Deadline never start one: they report whether key
+//     was watched, and so had its deadline moved, stopped or read. After
+//     Close or the scheduler's Shutdown no key is watched, so they report
+//     false. A Refresh that cannot re-arm a watch ends it and reports false.
+//
+// # Close
+//
+// Close ends the Monitor's watches and leaves the scheduler running, for a
+// Monitor whose user (a broker, a listener) stops before the program does.
+// Expired is not called for any watch it ends, nor for a deadline that
+// passed before Close but whose expiry had not yet started (waiting for a
+// worker on the scheduler's pool): that expiry finds the Monitor closed
+// and does nothing. An expired call already under way runs to its end;
+// Close does not wait for it, so it may be called from inside expired.
+//
+// # The time of an expiry
+//
+// NewWithDeadline gives expired the deadline that passed (last Beat plus
+// timeout), however late the pool ran the call; Deadline gives the
+// current deadline of a watched key, from which its last Beat is the
+// deadline minus its timeout.
+//
 // A Monitor holds one scheduler task per watched key, and its key index is
 // sharded, so Beats of different keys on different cores do not contend. A
 // Beat on a watched key allocates nothing and costs one hash-table lookup
-// plus Scheduler.Reset. A watched uint64 key costs about 90 bytes in all: its
-// task, its heap entry and its place in the key index.
+// plus Scheduler.Reset. A watched uint64 key costs about 90 bytes of heap at
+// a million keys, about 100 at 100,000: its task, its heap entry, its place
+// in the key index and the key boxed in its task. An empty Monitor takes
+// about 48 KB, its 256 shards, which dominates below a few thousand keys
+// (BenchmarkMemoryPerDevice; docs/production.md has the figures).
 package heartbeat
 
 import (
 	"errors"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-schedule/schedule"
@@ -35,6 +70,8 @@ var (
 	ErrInvalidTimeout = errors.New("heartbeat: timeout must be positive")
 	// ErrNilExpired is returned by New for a nil expired function.
 	ErrNilExpired = errors.New("heartbeat: nil expired function")
+	// ErrClosed is returned by Beat and Watch after Close.
+	ErrClosed = errors.New("heartbeat: monitor closed")
 )
 
 // shardCount is the number of independently locked parts of the key index.
@@ -42,16 +79,18 @@ const shardCount = 256
 
 // Monitor watches keys for silence. Its methods are safe for concurrent
 // use, including from inside expired. It starts no goroutine of its own:
-// it lives as long as its scheduler, and Shutdown of the scheduler ends
-// every watch without calling expired.
+// it lives until Close or until its scheduler is shut down, and either
+// ends every watch without calling expired.
 type Monitor[K comparable] struct {
-	s        *schedule.Scheduler
-	timeout  time.Duration
-	expired  func(K)
-	seed     maphash.Seed
-	fire     func(schedule.TaskID, any) // m.onDeadline, made once
-	shards   [shardCount]shard[K]
-	expiries counter // calls of expired (stats.go)
+	s         *schedule.Scheduler
+	timeout   time.Duration
+	expired   func(K)            // from New; nil with NewWithDeadline
+	expiredAt func(K, time.Time) // from NewWithDeadline; nil with New
+	seed      maphash.Seed
+	fire      func(schedule.TaskID, any) // m.onDeadline, made once
+	closed    atomic.Bool                // set by Close, before it empties the shards
+	expiries  counter                    // calls of expired (stats.go)
+	shards    [shardCount]shard[K]
 }
 
 // shard is one part of the key index; mu guards it. A key is watched
@@ -89,15 +128,40 @@ func (m *Monitor[K]) watch(sh *shard[K], h uint64, key K) (schedule.TaskID, time
 // Monitor's use. It returns ErrNilScheduler, ErrInvalidTimeout or
 // ErrNilExpired for bad arguments.
 func New[K comparable](s *schedule.Scheduler, timeout time.Duration, expired func(key K)) (*Monitor[K], error) {
+	m, err := newMonitor[K](s, timeout, expired == nil)
+	if err != nil {
+		return nil, err
+	}
+	m.expired = expired
+	return m, nil
+}
+
+// NewWithDeadline is New for an expired function that also receives the
+// deadline that passed: key's last Beat (or Refresh, or Watch) plus its
+// timeout. The call may come later than that instant when every worker of
+// the scheduler's pool is busy; time.Since(deadline) is then how late. It
+// returns the errors New returns.
+func NewWithDeadline[K comparable](s *schedule.Scheduler, timeout time.Duration, expired func(key K, deadline time.Time)) (*Monitor[K], error) {
+	m, err := newMonitor[K](s, timeout, expired == nil)
+	if err != nil {
+		return nil, err
+	}
+	m.expiredAt = expired
+	return m, nil
+}
+
+// newMonitor checks New's arguments (noExpired: the expired function is
+// nil) and returns a Monitor without its expired function.
+func newMonitor[K comparable](s *schedule.Scheduler, timeout time.Duration, noExpired bool) (*Monitor[K], error) {
 	switch {
 	case s == nil:
 		return nil, ErrNilScheduler
 	case timeout <= 0:
 		return nil, ErrInvalidTimeout
-	case expired == nil:
+	case noExpired:
 		return nil, ErrNilExpired
 	}
-	m := &Monitor[K]{s: s, timeout: timeout, expired: expired, seed: maphash.MakeSeed()}
+	m := &Monitor[K]{s: s, timeout: timeout, seed: maphash.MakeSeed()}
 	m.fire = m.onDeadline
 	return m, nil
 }
@@ -114,12 +178,15 @@ func (m *Monitor[K]) shard(key K) (*shard[K], uint64) {
 //
 // A Beat that comes after key's deadline has passed but before expired has
 // run for it wins: key stays watched with a fresh deadline, and expired is
-// not called for the deadline that passed. Beat returns schedule.ErrShutdown
-// once the scheduler is shut down.
+// not called for the deadline that passed. Beat returns ErrClosed after
+// Close and schedule.ErrShutdown once the scheduler is shut down.
 func (m *Monitor[K]) Beat(key K) error {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if m.closed.Load() {
+		return ErrClosed
+	}
 	id, timeout, ok := m.watch(sh, h, key)
 	if !ok {
 		timeout = m.timeout
@@ -136,7 +203,9 @@ func (m *Monitor[K]) Beat(key K) error {
 //
 // Like Beat, a Refresh that comes after key's deadline has passed but before
 // expired has run for it wins: key stays watched with a fresh deadline.
-// Refresh returns false once the scheduler is shut down.
+// Refresh returns false after Close and once the scheduler is shut down;
+// when key's deadline had passed and no new task could be scheduled for it
+// (schedule.ErrTooManyTasks), the watch ends and Refresh returns false.
 func (m *Monitor[K]) Refresh(key K) bool {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
@@ -147,7 +216,8 @@ func (m *Monitor[K]) Refresh(key K) bool {
 
 // Watch is Beat with a timeout of key's own, which later Beats and
 // Refreshes keep until the watch ends (expired or forgotten). It returns
-// ErrInvalidTimeout for a timeout of zero or less.
+// ErrInvalidTimeout for a timeout of zero or less, and otherwise the errors
+// Beat returns.
 func (m *Monitor[K]) Watch(key K, timeout time.Duration) error {
 	if timeout <= 0 {
 		return ErrInvalidTimeout
@@ -155,6 +225,9 @@ func (m *Monitor[K]) Watch(key K, timeout time.Duration) error {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if m.closed.Load() {
+		return ErrClosed
+	}
 	id, was, _ := m.watch(sh, h, key)
 	return m.arm(sh, h, key, id, was, timeout)
 }
@@ -195,25 +268,35 @@ func (m *Monitor[K]) unwatch(sh *shard[K], h uint64, key K) {
 }
 
 // onDeadline is the job of every timeout task: it ends key's watch and
-// calls expired, unless a Beat or a Forget got there first.
+// calls expired, unless a Beat, a Forget or Close got there first.
 func (m *Monitor[K]) onDeadline(id schedule.TaskID, arg any) {
 	key := arg.(K)
 	sh, h := m.shard(key)
 	sh.mu.Lock()
-	if cur, _, ok := m.watch(sh, h, key); !ok || cur != id {
+	// Close empties a shard after it sets closed: a key found here with
+	// closed set is one Close has not reached yet.
+	if cur, _, ok := m.watch(sh, h, key); !ok || cur != id || m.closed.Load() {
 		sh.mu.Unlock()
 		return
 	}
 	m.unwatch(sh, h, key)
 	sh.mu.Unlock()
 	m.expiries.add()
-	m.expired(key)
+	if m.expired != nil {
+		m.expired(key)
+		return
+	}
+	// The task is this job's: it stays due, not finished, until the job
+	// returns, so Deadline still has the instant it came due.
+	deadline, _ := m.s.Deadline(id)
+	m.expiredAt(key, deadline)
 }
 
 // Forget stops watching key. It reports whether key was watched: true
 // means expired will not be called for this watch, even when its deadline
-// has just passed. Forget of an unknown key, and any Forget once the
-// scheduler is shut down (which ended every watch), returns false.
+// has just passed. Forget of an unknown key, and any Forget after Close or
+// once the scheduler is shut down (either ended every watch), returns
+// false.
 func (m *Monitor[K]) Forget(key K) bool {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
@@ -231,10 +314,53 @@ func (m *Monitor[K]) Forget(key K) bool {
 	return ok
 }
 
-// Len returns the number of keys watched now; 0 once the scheduler is shut
-// down.
+// Deadline returns the instant at which key's watch expires unless a Beat
+// or a Refresh comes first: its last Beat, Refresh or Watch plus its
+// timeout. The instant may have passed when the expiry waits for a worker.
+// It reports false when key is not watched, after Close, and once the
+// scheduler is shut down.
+func (m *Monitor[K]) Deadline(key K) (time.Time, bool) {
+	sh, h := m.shard(key)
+	sh.mu.Lock()
+	id, _, ok := m.watch(sh, h, key)
+	sh.mu.Unlock()
+	if !ok {
+		return time.Time{}, false
+	}
+	// A task ID is never reused, so reading it outside the lock is safe: if
+	// the watch ended meanwhile, the task is finished or cancelled and this
+	// reports false.
+	return m.s.Deadline(id)
+}
+
+// Close stops every watch of the Monitor and leaves its scheduler running.
+// Expired is not called for any of them, nor for a deadline that passed
+// before Close whose expiry had not started; an expired call already
+// under way runs to its end, and Close does not wait for it. The
+// Monitor's tasks are cancelled, so the scheduler holds no job of the
+// Monitor's and no key once they are gone.
+//
+// After Close, Beat and Watch return ErrClosed, Refresh, Forget and
+// Deadline report false, and Len returns 0. Close is idempotent and safe
+// to call concurrently with any method, from inside expired too.
+func (m *Monitor[K]) Close() {
+	if m.closed.Swap(true) {
+		return
+	}
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		sh.ids.each(func(id schedule.TaskID) { m.s.CancelTask(id) })
+		sh.own.each(func(w ownWatch) { m.s.CancelTask(w.id) })
+		sh.ids, sh.own = index[K, schedule.TaskID]{}, index[K, ownWatch]{}
+		sh.mu.Unlock()
+	}
+}
+
+// Len returns the number of keys watched now; 0 after Close and once the
+// scheduler is shut down.
 func (m *Monitor[K]) Len() int {
-	if m.s.IsShutdown() {
+	if m.s.IsShutdown() || m.closed.Load() {
 		return 0
 	}
 	n := 0

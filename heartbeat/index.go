@@ -126,6 +126,16 @@ func (x *index[K, V]) delete(seed maphash.Seed, h uint64, key K) bool {
 	return true
 }
 
+// each calls f with the value of every key the index holds.
+func (x *index[K, V]) each(f func(V)) {
+	var zero V
+	for _, s := range x.slots {
+		if s.val != zero {
+			f(s.val)
+		}
+	}
+}
+
 // resize moves every key into a table of size slots.
 func (x *index[K, V]) resize(seed maphash.Seed, size int) {
 	old := x.slots

@@ -1,6 +1,8 @@
 package heartbeat_test
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -8,7 +10,11 @@ import (
 
 // TestMain fails the run if a test, an example or a benchmark leaves a
 // goroutine behind. Importing ants starts its package-level default pool
-// before any test runs; IgnoreCurrent ignores exactly those goroutines.
+// before any test runs; IgnoreCurrent ignores exactly those goroutines. Its
+// last line says where each guarantee is mapped to its tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(), goleak.Cleanup(func(code int) {
+		fmt.Println("heartbeat: each guarantee and the tests that prove it: docs/guarantees.md#the-heartbeat-package")
+		os.Exit(code)
+	}))
 }

@@ -34,5 +34,13 @@ func TestNewRejectsBadArguments(t *testing.T) {
 		m, err := heartbeat.New(c.s, c.timeout, c.expired)
 		assert.ErrorIs(t, err, c.want, c.name)
 		assert.Nil(t, m, c.name)
+
+		var withDeadline func(uint64, time.Time)
+		if c.expired != nil {
+			withDeadline = func(uint64, time.Time) {}
+		}
+		m, err = heartbeat.NewWithDeadline(c.s, c.timeout, withDeadline)
+		assert.ErrorIs(t, err, c.want, "NewWithDeadline: "+c.name)
+		assert.Nil(t, m, "NewWithDeadline: "+c.name)
 	}
 }

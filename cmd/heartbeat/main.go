@@ -49,11 +49,11 @@
 //	-timeout d       a device is dead after d without a heartbeat (default 2s)
 //	-heartbeat d     heartbeat period of a live device, shorter than the timeout (default 500ms)
 //	-silent f        share of the devices that go silent, from 0 to 1 (default 0.1)
-//	-duration d      how long devices heartbeat and may fall silent (default 10s)
+//	-duration d      how long devices heartbeat and may fall silent, at most 24h (default 10s)
 //	-strategy s      cancel strategy: default (schedule.New, lazy cancel), lazy (lazycancel) or eager (eagercancel)
 //	-workers n       size of the scheduler's worker pool (default GOMAXPROCS)
 //	-drivers n       goroutines sending heartbeats (default GOMAXPROCS)
-//	-grace d         wait after the last silent device's deadline (default 500ms)
+//	-grace d         wait after the last silent device's deadline, 0 or more (default 500ms)
 //	-seed n          seed for the choice of silent devices and the timings (default 1)
 //	-metrics addr    serve the Prometheus metrics of the scheduler and the Monitor at
 //	                 http://addr/metrics while the run lasts (port 0: any free port; the
@@ -183,11 +183,11 @@ func parseFlags(args []string, output io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "a device is dead after this long without a heartbeat")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat `period` of a live device; shorter than -timeout")
 	fs.Float64Var(&cfg.Silent, "silent", cfg.Silent, "`share` of the devices that go silent, from 0 to 1")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long devices heartbeat and may fall silent; the run then lasts up to\n-timeout + -grace longer, for the deadlines of the last devices to fall silent")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long devices heartbeat and may fall silent, at most 24h; the run then lasts up to\n-timeout + -grace longer, for the deadlines of the last devices to fall silent")
 	fs.StringVar(&cfg.Strategy, "strategy", cfg.Strategy, "cancel strategy: default (schedule.New, which cancels lazily), lazy or eager")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "size of the scheduler's worker pool")
 	fs.IntVar(&cfg.Drivers, "drivers", cfg.Drivers, "goroutines sending heartbeats")
-	fs.DurationVar(&cfg.Grace, "grace", cfg.Grace, "wait after the last silent device's deadline before counting")
+	fs.DurationVar(&cfg.Grace, "grace", cfg.Grace, "wait after the last silent device's deadline before counting; 0 counts at that deadline,\nonce the expiries already due have run")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for the choice of silent devices and the timings")
 	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics while the run lasts (host:port; port 0 picks one)")
 	if err := fs.Parse(args); err != nil {

@@ -128,6 +128,30 @@ func TestEdgeShares(t *testing.T) {
 	}
 }
 
+// TestZeroGraceCountsAtTheLastDeadline: with -grace 0 the run ends at the
+// deadline of the last device to fall silent, and on the fake clock, where
+// an expiry runs at the instant it is due, every silent device counts.
+func TestZeroGraceCountsAtTheLastDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Devices = 500
+		cfg.Duration = 3 * time.Second
+		cfg.Grace = 0
+		start := time.Now()
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Expected != 50 || !res.OK() {
+			t.Errorf("expected %d, detected %d, %d false timeouts; want 50 detected and nothing else",
+				res.Expected, res.Detected, res.FalseTimeouts)
+		}
+		if took := time.Since(start); took > cfg.Duration+cfg.Timeout {
+			t.Errorf("the run took %v, longer than duration + timeout (%v)", took, cfg.Duration+cfg.Timeout)
+		}
+	})
+}
+
 // TestRun runs the command as main does, on the fake clock, and checks its
 // header, report and exit status.
 func TestRun(t *testing.T) {
@@ -311,7 +335,11 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-silent", "-0.1"}, wantErr: "must be in [0, 1]"},
 		{args: []string{"-silent", "NaN"}, wantErr: "must be in [0, 1]"},
 		{args: []string{"-duration", "0s"}, wantErr: "duration must be positive"},
-		{args: []string{"-grace", "0s"}, wantErr: "grace must be positive"},
+		{args: []string{"-duration", "24h", "-grace", "0"}, check: func(c Config) bool { return c.Duration == 24*time.Hour && c.Grace == 0 }},
+		{args: []string{"-duration", "1000h"}, wantErr: "duration must be at most 24h0m0s (a day's soak), got 1000h0m0s"},
+		{args: []string{"-timeout", "1000h"}, wantErr: "timeout must be at most 24h0m0s"},
+		{args: []string{"-grace", "-1ms"}, wantErr: "grace must be zero or positive"},
+		{args: []string{"-grace", "25h"}, wantErr: "grace must be at most 24h0m0s"},
 		{args: []string{"-strategy", "fast"}, wantErr: `strategy must be default, lazy or eager, got "fast"`},
 		{args: []string{"-strategy", ""}, wantErr: "strategy must be"},
 		{args: []string{"-workers", "0"}, wantErr: "workers must be positive"},

@@ -27,7 +27,7 @@ type Config struct {
 	Heartbeat time.Duration // period of a live device's heartbeats
 	Silent    float64       // share of the devices that go silent, in [0, 1]
 	Duration  time.Duration // heartbeating phase; silent devices stop during it
-	Grace     time.Duration // extra wait after the last silent device's deadline
+	Grace     time.Duration // extra wait after the last silent device's deadline; may be 0
 	Strategy  string        // "default", "lazy" or "eager"
 	Workers   int           // size of the scheduler's worker pool
 	Drivers   int           // goroutines sending heartbeats
@@ -68,6 +68,11 @@ func DefaultConfig() Config {
 	}
 }
 
+// maxDuration bounds -duration, -timeout and -grace: a day is already a
+// long soak, and a longer value is a slip of the keyboard (1000h for 1000ms)
+// that would keep the run, and the machine, busy for weeks.
+const maxDuration = 24 * time.Hour
+
 // maxDevices keeps device indices, the Monitor's keys, in an int32 and
 // well below what one scheduler can hold.
 const maxDevices = 1 << 30
@@ -89,8 +94,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("silent is a share of the devices and must be in [0, 1], got %v", c.Silent)
 	case c.Duration <= 0:
 		return fmt.Errorf("duration must be positive, got %v", c.Duration)
-	case c.Grace <= 0:
-		return fmt.Errorf("grace must be positive, got %v", c.Grace)
+	case c.Duration > maxDuration:
+		return fmt.Errorf("duration must be at most %v (a day's soak), got %v", maxDuration, c.Duration)
+	case c.Timeout > maxDuration:
+		return fmt.Errorf("timeout must be at most %v, got %v", maxDuration, c.Timeout)
+	case c.Grace < 0:
+		return fmt.Errorf("grace must be zero or positive, got %v", c.Grace)
+	case c.Grace > maxDuration:
+		return fmt.Errorf("grace must be at most %v, got %v", maxDuration, c.Grace)
 	case c.Workers <= 0:
 		return fmt.Errorf("workers must be positive, got %d", c.Workers)
 	case c.Drivers <= 0:
@@ -461,6 +472,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// In a complete run every silent device's deadline has passed, and
 	// the live ones are still watched. Shut down at once after an
 	// interruption: the live devices have stopped heartbeating too.
+	if !interrupted {
+		// With a short grace (0 included) the expiries of the last devices
+		// to fall silent may still be on their way: their deadlines have
+		// passed, the owner or a worker has yet to act. Let them land, for
+		// at most a timeout, so that Len counts the live devices only; a
+		// watch that outlasts this wait is a failure the report shows.
+		live := cfg.Devices - nSilent
+		for wait := time.Duration(0); mon.Len() > live && wait < cfg.Timeout; wait += time.Millisecond {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	res.Stats = sched.Stats()
 	res.WatchedEnd = mon.Len()
 	if cfg.MeasureMemory && !interrupted {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,4 +211,17 @@ func TestBadFlagsAreRejected(t *testing.T) {
 func TestCommandLineLeavesOutTheOutputDirectory(t *testing.T) {
 	assert.Equal(t, "go run ./cmd/host -quick -count 2",
 		commandLine([]string{"-out", "/tmp/x", "-quick", "-out=/y", "-count", "2"}))
+}
+
+func TestHelpListsNoInternalFlags(t *testing.T) {
+	fs := flag.NewFlagSet("host", flag.ContinueOnError)
+	var out strings.Builder
+	fs.SetOutput(&out)
+	_, _, _, err := parseFlags(fs, []string{"-h"})
+	require.ErrorIs(t, err, flag.ErrHelp)
+	assert.Contains(t, out.String(), "-quick")
+	assert.Contains(t, out.String(), "(default 3s)", "defaults are printed as flag prints them")
+	for _, internal := range []string{"-role", "-spec", "-addr", "internal:"} {
+		assert.NotContains(t, out.String(), internal)
+	}
 }

@@ -212,6 +212,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, string, childRole, err
 	fs.StringVar(&role.name, "role", "", "internal: run as a child ("+roleHost+" or "+roleSender+")")
 	fs.StringVar(&role.spec, "spec", "", "internal: the host child's cell, as JSON")
 	fs.StringVar(&role.addr, "addr", "", "internal: the sender's destination")
+	fs.Usage = func() { printUsage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return c, "", role, err
 	}
@@ -323,4 +324,23 @@ func parseProcs(list string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// internalFlags are the flags with which the command runs its own children;
+// -h does not list them.
+var internalFlags = map[string]bool{"role": true, "spec": true, "addr": true}
+
+// printUsage lists the flags a user sets, leaving out internalFlags.
+func printUsage(fs *flag.FlagSet) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if !internalFlags[f.Name] {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	fmt.Fprintln(fs.Output(), "usage: go run ./cmd/host [flags]   (in bench/)")
+	fmt.Fprintln(fs.Output())
+	shown.PrintDefaults()
 }
