@@ -126,11 +126,14 @@ func (c *Conn) set(which sides, t time.Time) error {
 	if which&writeSide != 0 {
 		c.deadline[1] = t
 	}
-	now := time.Now()
-	if err := c.settle(which, now); err != nil {
+	// time.Until reads only the monotonic clock for a t that has a
+	// monotonic reading (any t made from time.Now), where time.Now reads
+	// the wall clock too: the clock reading is most of what a move costs.
+	left := time.Until(t)
+	if err := c.settle(which, !t.IsZero() && left <= 0); err != nil {
 		return err
 	}
-	return c.arm(now)
+	return c.arm(t, left)
 }
 
 // expire is the job of every Conn's task. It runs with the task's ID and
@@ -145,29 +148,27 @@ func expire(id schedule.TaskID, arg any) {
 		return
 	}
 	c.task = 0
-	// The deadlines may have moved since the task came due: settle decides
-	// from the deadlines as they are now, under the lock that every setter
-	// takes, so a deadline moved later is never failed, and arm serves
-	// whatever has not passed. A socket that refuses a deadline is closed
-	// underneath: there is no I/O left to fail.
-	now := time.Now()
-	if c.settle(bothSides, now) == nil {
-		_ = c.arm(now)
+	// The deadlines may have moved since the task came due: decide from the
+	// deadlines as they are now, under the lock that every setter takes, so
+	// that a deadline moved later is never failed; arm serves whatever has
+	// not passed. A socket that refuses a deadline is closed underneath:
+	// there is no I/O left to fail.
+	for i, sd := range side {
+		d := c.deadline[i]
+		if c.settle(sd, !d.IsZero() && time.Until(d) <= 0) != nil {
+			return
+		}
 	}
+	_ = c.arm(time.Time{}, 0)
 }
 
-// settle makes the socket's deadline of each side in which agree with the
-// deadline set: in the past when it has passed, none otherwise (the task
-// serves deadlines still to come). c.mu must be held.
-func (c *Conn) settle(which sides, now time.Time) error {
-	for i, sd := range side {
-		if which&sd == 0 {
-			continue
-		}
-		d := c.deadline[i]
-		passed := !d.IsZero() && !now.Before(d)
-		if passed == (c.past&sd != 0) {
-			continue // the socket already agrees
+// settle makes the socket's deadline of the sides which agree with
+// passed: in the past when the deadline has passed, none otherwise (the
+// task serves deadlines still to come). c.mu must be held.
+func (c *Conn) settle(which sides, passed bool) error {
+	for _, sd := range side {
+		if which&sd == 0 || passed == (c.past&sd != 0) {
+			continue // not asked, or the socket already agrees
 		}
 		var at time.Time // none
 		if passed {
@@ -182,10 +183,11 @@ func (c *Conn) settle(which sides, now time.Time) error {
 }
 
 // arm makes the task due at the earlier deadline that has not passed, or
-// drops it when there is none. When the Scheduler refuses a new task (shut
-// down, or full), the socket takes over the deadlines for good. c.mu must
-// be held.
-func (c *Conn) arm(now time.Time) error {
+// drops it when there is none. hint is a deadline known to be left away,
+// which saves a clock reading when it is the earlier. When the Scheduler
+// refuses a new task (shut down, or full), the socket takes over the
+// deadlines for good. c.mu must be held.
+func (c *Conn) arm(hint time.Time, left time.Duration) error {
 	var due time.Time
 	for i, sd := range side {
 		d := c.deadline[i]
@@ -197,7 +199,10 @@ func (c *Conn) arm(now time.Time) error {
 		c.drop()
 		return nil
 	}
-	delay := due.Sub(now)
+	delay := left
+	if !due.Equal(hint) {
+		delay = time.Until(due)
+	}
 	if c.task != 0 && c.s.Reset(c.task, delay) {
 		return nil
 	}
