@@ -1,25 +1,3 @@
-// Package mqtt enforces MQTT keep-alive in a mochi-mqtt broker
-// (github.com/mochi-mqtt/server/v2) with go-schedule: one
-// heartbeat.Monitor per broker holds the deadline of every connection, in
-// place of a read deadline on each connection's socket.
-//
-// MQTT 3.1.1 and 5 (§3.1.2.10) say that when the Keep Alive of a
-// connection is not zero and the server receives no control packet from
-// the client within one and a half times that Keep Alive, the server must
-// disconnect the client, as if the network had failed: its will message is
-// published. KeepAlive does exactly that, and turns off mochi's own
-// keep-alive for the connections it watches:
-//
-//	s, _ := schedule.New(4)
-//	defer s.Shutdown() // after the broker is closed
-//	srv := mochi.New(nil)
-//	_ = srv.AddHook(new(auth.AllowHook), nil)
-//	_ = srv.AddHook(mqtt.NewKeepAlive(s), nil)
-//
-// A client that falls silent is stopped with the cause
-// packets.ErrKeepAliveTimeout (see mochi's Client.StopCause); mochi then
-// publishes its will and calls OnDisconnect, as it does when its own read
-// deadline expires. A Keep Alive of zero means no timeout.
 package mqtt
 
 import (
