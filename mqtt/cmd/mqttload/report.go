@@ -19,6 +19,8 @@ type report struct {
 // modeLabel names a mode in the report.
 func modeLabel(mode string) string {
 	switch mode {
+	case modeListener:
+		return "go-schedule listener"
 	case modeSchedule:
 		return "go-schedule hook"
 	case modeBoth:
@@ -61,13 +63,14 @@ func (m modeResult) totals() totals {
 	return t
 }
 
-// failures lists the counts that are wrong, for every mode.
-func (r *report) failures() []string {
-	var f []string
+// failures lists the counts that are wrong, for every mode; mochi's own
+// keep-alive is the baseline.
+func (r *report) failures() []loadtest.Failure {
+	var f []loadtest.Failure
 	for _, m := range r.modes {
 		for _, c := range m.checks() {
 			if !c.OK {
-				f = append(f, fmt.Sprintf("%s: %s %s", modeLabel(m.Mode), c.Name, c.Value))
+				f = append(f, loadtest.Failure{Server: modeLabel(m.Mode), Baseline: m.Mode == modeMochi, Count: c.Name + " " + c.Value})
 			}
 		}
 	}
