@@ -42,6 +42,9 @@ type brokerResult struct {
 	// The largest delay over the window between a job's deadline and its
 	// start on the scheduler's pool (go-schedule only).
 	MaxJobLateness time.Duration `json:"max_job_lateness"`
+	// Job starts over the window by lateness, in the buckets of
+	// schedule.LatenessBounds (go-schedule only).
+	Lateness [schedule.LatenessBuckets]uint64 `json:"lateness"`
 }
 
 // disconnects is a hook that counts keep-alive disconnects, for either
@@ -165,6 +168,9 @@ func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds 
 			if sched != nil {
 				st := sched.Stats()
 				res.Wakeups, res.Fired = st.Wakeups-sched0.Wakeups, st.Fired-sched0.Fired
+				for i := range res.Lateness {
+					res.Lateness[i] = st.Lateness[i] - sched0.Lateness[i]
+				}
 				res.MaxJobLateness = sched.TakeMaxLateness()
 			}
 			switch {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,4 +158,13 @@ func TestFlags(t *testing.T) {
 			t.Errorf("-per-process 30000 accepted with a limit of %d open files", lim)
 		}
 	}
+}
+
+// TestLateStartsCountsTheBucketsPastTheBound: buckets are (0, 100 µs],
+// (100 µs, 1 ms], (1 ms, 10 ms], ... and the count later than 1 ms starts
+// at the third.
+func TestLateStartsCountsTheBucketsPastTheBound(t *testing.T) {
+	b := [7]uint64{5, 4, 3, 2, 1, 0, 1}
+	assert.Equal(t, uint64(7), lateStarts(b, time.Millisecond))
+	assert.Equal(t, uint64(4), lateStarts(b, 10*time.Millisecond))
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-schedule/schedule"
 	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
@@ -46,6 +47,7 @@ type totals struct {
 	packets                                 int64
 	wakeups, fired                          uint64
 	maxJobLateness                          time.Duration
+	lateness                                [schedule.LatenessBuckets]uint64
 }
 
 func (m modeResult) totals() totals {
@@ -59,6 +61,9 @@ func (m modeResult) totals() totals {
 		t.wakeups += b.Wakeups
 		t.fired += b.Fired
 		t.maxJobLateness = max(t.maxJobLateness, b.MaxJobLateness)
+		for i, n := range b.Lateness {
+			t.lateness[i] += n
+		}
 	}
 	return t
 }
@@ -164,6 +169,13 @@ func (r *report) write(w io.Writer) {
 		}
 		return loadtest.FormatQuantile([]int64{c.t.maxJobLateness.Microseconds()}, 1)
 	})
+	tab.Row("scheduler job starts later than 1 ms / 10 ms", func(c column) string {
+		if c.m.Mode == modeMochi {
+			return "-"
+		}
+		return loadtest.Commas(int64(lateStarts(c.t.lateness, time.Millisecond))) + " / " +
+			loadtest.Commas(int64(lateStarts(c.t.lateness, 10*time.Millisecond)))
+	})
 	tab.Row("connections at the window's start", func(c column) string { return loadtest.Commas(c.t.brokers.Conns) })
 	tab.Row("CPU time, brokers / load processes, whole run", func(c column) string { return c.m.CPU() })
 	tab.Row("peak memory of a broker / load process", func(c column) string { return c.m.Peak() })
@@ -228,6 +240,21 @@ func (r *report) ratios() []ratio {
 		rs = append(rs, ratio{mode: modeLabel(m.Mode), cpu: div(perConnCPU(&t), perConnCPU(own)), p99: div(p99(&t), p99(own))})
 	}
 	return rs
+}
+
+// lateStarts counts the job starts in buckets (see schedule.Stats.Lateness)
+// later than bound, which must be one of schedule.LatenessBounds.
+func lateStarts(buckets [schedule.LatenessBuckets]uint64, bound time.Duration) uint64 {
+	var n uint64
+	for i, b := range schedule.LatenessBounds() {
+		if b >= bound {
+			for _, c := range buckets[i+1:] {
+				n += c
+			}
+			return n
+		}
+	}
+	return 0
 }
 
 // perConn formats bytes per connection.
