@@ -1,6 +1,7 @@
 package netdeadline_test
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"testing"
@@ -249,4 +250,24 @@ func TestNetConnReturnsTheWrappedConnection(t *testing.T) {
 	c, err := netdeadline.NewConn(client, s)
 	require.NoError(t, err)
 	assert.Same(t, client, c.NetConn())
+}
+
+func TestReadFromAndWriteToKeepTheDeadlines(t *testing.T) {
+	c, peer := pair(t, newScheduler(t))
+	payload := bytes.Repeat([]byte("x"), 1<<14) // fits the socket buffers
+	_, err := peer.Write(payload)
+	require.NoError(t, err)
+	var got bytes.Buffer
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	n, err := c.WriteTo(&got) // until the read deadline passes
+	assertTimeout(t, err)
+	assert.Equal(t, int64(len(payload)), n)
+
+	require.NoError(t, c.SetWriteDeadline(time.Now().Add(-time.Second)))
+	_, err = c.ReadFrom(bytes.NewReader(payload))
+	assertTimeout(t, err)
+	require.NoError(t, c.SetWriteDeadline(time.Time{}))
+	n, err = c.ReadFrom(bytes.NewReader([]byte("ok")))
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), n)
 }
