@@ -1,18 +1,28 @@
 package mqtt_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
+	"math/big"
 	"net"
 	"os"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/go-schedule/schedule"
 	"github.com/go-schedule/schedule/mqtt"
 	"github.com/go-schedule/schedule/mqtt/internal/wire"
 	"github.com/go-schedule/schedule/netdeadline"
 	mochi "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
 )
 
 // mochiTimeout is mochi's own keep-alive timeout for a Keep Alive of 1 s:
@@ -102,4 +112,63 @@ func TestListenerWithShutDownSchedulerLeavesDeadlinesToTheSocket(t *testing.T) {
 	if w := b.waitWills(1, patience); !slices.Equal(w, []string{"will/dev"}) {
 		t.Errorf("wills published: %q, want [will/dev]", w)
 	}
+}
+
+// selfSigned returns a TLS certificate for 127.0.0.1, signed by itself.
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "broker"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestListenerOverTLSDisconnectsASilentClient: with a TLSConfig, TLS runs
+// on top of the wrapped connection, whose deadlines the tls.Conn sets; a
+// silent client is disconnected with its will published.
+func TestListenerOverTLSDisconnectsASilentClient(t *testing.T) {
+	s, err := schedule.New(2)
+	must(t, err)
+	defer s.Shutdown()
+	srv := mochi.New(&mochi.Options{InlineClient: true, Logger: quiet})
+	must(t, srv.AddHook(new(auth.AllowHook), nil))
+	l := mqtt.NewTCP(listeners.Config{ID: "tls", Address: "127.0.0.1:0",
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}}, s)
+	must(t, srv.AddListener(l))
+	wills := make(chan string, 1)
+	must(t, srv.Subscribe("will/#", 1, func(_ *mochi.Client, _ packets.Subscription, pk packets.Packet) {
+		wills <- pk.TopicName
+	}))
+	must(t, srv.Serve())
+
+	raw, err := net.Dial("tcp", l.Address())
+	must(t, err)
+	c, err := wire.Connect(tls.Client(raw, &tls.Config{InsecureSkipVerify: true}),
+		wire.Options{ClientID: "dev", KeepAlive: keepAlive, WillTopic: "will/dev"})
+	must(t, err)
+	defer c.Close()
+	waitClosed(t, c, patience)
+	select {
+	case w := <-wills:
+		if w != "will/dev" {
+			t.Errorf("will %q, want will/dev", w)
+		}
+	case <-time.After(patience):
+		t.Fatal("no will published")
+	}
+	if fired := s.Stats().Fired; fired != 1 {
+		t.Errorf("%d expiry jobs ran, want 1", fired)
+	}
+	for openClients(srv) > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	must(t, srv.Close())
 }
