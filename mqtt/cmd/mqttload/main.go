@@ -137,7 +137,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	mode := "all"
 	fs.IntVar(&c.Clients, "clients", c.Clients, "clients in all, live and silent")
 	fs.Float64Var(&c.Silent, "silent", c.Silent, "`share` of the clients that fall silent, from 0 to 1")
-	fs.IntVar(&c.KeepAlive, "keepalive", c.KeepAlive, "Keep Alive of every client, in `seconds` (mochi's own keep-alive\nrounds 1.5 × an odd Keep Alive down to whole seconds, and so disconnects early)")
+	fs.IntVar(&c.KeepAlive, "keepalive", c.KeepAlive, "Keep Alive of every client, in `seconds` (mochi's own keep-alive, on either\nlistener, rounds 1.5 × an odd Keep Alive down to whole seconds, and so disconnects early)")
 	fs.DurationVar(&c.Fall, "fall", 0, "window after the start in which silent clients fall silent (default 2 × keep-alive)")
 	fs.DurationVar(&c.Grace, "grace", c.Grace, "wait after the last silent client's deadline before counting")
 	fs.StringVar(&mode, "mode", mode, "keep-alive to measure: all (listener, hook, then mochi), listener, hook, mochi,\nor several in the order given (mochi,listener); hook+deadline, a diagnostic,\nis the hook with mochi's deadline left on as well")
