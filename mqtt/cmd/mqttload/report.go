@@ -118,6 +118,8 @@ func (r *report) write(w io.Writer) {
 		tab.Row(check.Name, func(c column) string { return c.m.checks()[i].Cell() })
 	}
 	tab.Quantiles("detection lateness", func(c column) []int64 { return c.t.Lateness })
+	tab.Row("wills received by a subscriber", func(c column) string { return loadtest.Commas(int64(len(c.t.WillLateness))) })
+	tab.Quantiles("will lateness", func(c column) []int64 { return c.t.WillLateness })
 	tab.Row("broker memory per connection (RSS)", func(c column) string { return perConn(c.t.brokers.RSSDelta, c.t.brokers.Conns) })
 	tab.Row("broker Go heap + stacks per connection", func(c column) string { return perConn(c.t.brokers.HeapDelta, c.t.brokers.Conns) })
 	tab.Row("broker goroutines per connection", func(c column) string {
@@ -183,11 +185,12 @@ func (r *report) write(w io.Writer) {
 	if rs := r.ratios(); len(rs) > 0 {
 		fmt.Fprintln(w)
 		for _, r := range rs {
-			fmt.Fprintf(w, "%s / %s: broker CPU per connection %s, detection lateness p99 %s\n", r.mode, modeLabel(modeMochi), r.cpu, r.p99)
+			fmt.Fprintf(w, "%s / %s: broker CPU per connection %s, detection lateness p99 %s, will lateness p99 %s\n", r.mode, modeLabel(modeMochi), r.cpu, r.p99, r.willP99)
 		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "lateness: from a silent client's last packet + 1.5 × keep-alive to the end of its connection, seen by the client")
+	fmt.Fprintln(w, "will lateness: from the same moment to the arrival of the client's will at a subscriber (one per broker, in the load process)")
 	fmt.Fprintln(w, "memory: at the window's start, after a collection, less the same before any client connected")
 	fmt.Fprintln(w, "CPU: broker processes over the window (pings, silent clients' disconnects and wills), per average open connection")
 	for _, c := range cols {
@@ -199,7 +202,7 @@ func (r *report) write(w io.Writer) {
 
 // ratio is one mode's figures over mochi's deadline's, in the same run,
 // formatted.
-type ratio struct{ mode, cpu, p99 string }
+type ratio struct{ mode, cpu, p99, willP99 string }
 
 // ratios returns the ratios of every mode to mochi's deadline, when the
 // run measured it.
@@ -227,8 +230,8 @@ func (r *report) ratios() []ratio {
 		}
 		return b.CPU.Seconds() / b.Window.Seconds() / b.AvgConns
 	}
-	p99 := func(t *totals) float64 {
-		d, _ := loadtest.Quantile(t.Lateness, 0.99)
+	p99 := func(sorted []int64) float64 {
+		d, _ := loadtest.Quantile(sorted, 0.99)
 		return float64(d)
 	}
 	var rs []ratio
@@ -237,7 +240,8 @@ func (r *report) ratios() []ratio {
 			continue
 		}
 		t := m.totals()
-		rs = append(rs, ratio{mode: modeLabel(m.Mode), cpu: div(perConnCPU(&t), perConnCPU(own)), p99: div(p99(&t), p99(own))})
+		rs = append(rs, ratio{mode: modeLabel(m.Mode), cpu: div(perConnCPU(&t), perConnCPU(own)),
+			p99: div(p99(t.Lateness), p99(own.Lateness)), willP99: div(p99(t.WillLateness), p99(own.WillLateness))})
 	}
 	return rs
 }
