@@ -63,10 +63,10 @@ func runLoader(ctx context.Context, c loadtest.LoadConfig, keepAlive int, out *e
 func (l *loader) watchWills(server string) error {
 	id := fmt.Sprintf("wills-%d-%s", l.Config.Index, server)
 	opts := paho.NewClientOptions().
-		AddBroker("tcp://"+server).
+		AddBroker("tcp://" + server).
 		SetClientID(id).
 		SetCleanSession(true).
-		SetKeepAlive(time.Duration(l.keepAlive)*time.Second).
+		SetKeepAlive(time.Duration(l.keepAlive) * time.Second).
 		SetAutoReconnect(false).
 		SetConnectTimeout(time.Minute).
 		SetDialer(l.Dialer)
