@@ -62,14 +62,15 @@ func Timeout(keepalive uint16) time.Duration {
 // connection's deadline nor its end may touch the new connection's watch.
 //
 // When a watched client's deadline passes with no packet from it, the
-// hook stops the client (Client.Stop(packets.ErrKeepAliveTimeout)) from a
-// job on the Scheduler's pool. The connection closes, and mochi's read
-// loop publishes the will and calls OnDisconnect. A packet that arrives
-// just as the deadline passes either wins the race, and the client stays
-// connected, or comes too late, and the client is disconnected; in that
-// narrow case, if mochi is still handling the packet when the connection
-// closes and the packet needs no reply, mochi ends the connection as it
-// does after any server-side stop between packets: without the will.
+// hook stops the client (Client.Stop(packets.ErrKeepAliveTimeout)) on a
+// goroutine that a job on the Scheduler's pool starts. The connection
+// closes, and mochi's read loop publishes the will and calls
+// OnDisconnect. A packet that arrives just as the deadline passes either
+// wins the race, and the client stays connected, or comes too late, and
+// the client is disconnected; in that narrow case, if mochi is still
+// handling the packet when the connection closes and the packet needs no
+// reply, mochi ends the connection as it does after any server-side stop
+// between packets: without the will.
 //
 // The Scheduler must outlive the broker: once it is shut down, clients
 // that connect afterwards keep mochi's own keep-alive (the hook cannot arm
@@ -150,7 +151,12 @@ func (k *KeepAlive) OnDisconnect(cl *mochi.Client, err error, expire bool) {
 // timeout.
 func (k *KeepAlive) expire(cl *mochi.Client) {
 	k.expired.Add(1)
-	cl.Stop(packets.ErrKeepAliveTimeout)
+	// Closing a socket waits until the goroutine blocked reading it (the
+	// client's read loop) has woken and left the read. Stopping the client
+	// on a goroutine of its own gives the pool's worker back at once, so
+	// that expiries due together do not queue behind each other's
+	// wake-ups.
+	go cl.Stop(packets.ErrKeepAliveTimeout)
 }
 
 // Len returns the number of clients watched now: those connected with a
