@@ -43,6 +43,7 @@ type broker struct {
 // brokerOptions change what startBroker builds.
 type brokerOptions struct {
 	noHook      bool       // leave the keep-alive hook out: mochi's own keep-alive
+	listener    bool       // no hook, and mochi's deadlines served by mqtt.NewTCP's listener
 	auth        mochi.Hook // in place of auth.AllowHook
 	noListener  bool       // connections come through EstablishConnection only
 	shutdownNow bool       // shut the scheduler down before the broker serves
@@ -66,13 +67,18 @@ func startBroker(t *testing.T, o brokerOptions) *broker {
 		authHook = new(auth.AllowHook)
 	}
 	must(t, b.srv.AddHook(authHook, nil))
-	if !o.noHook {
+	if !o.noHook && !o.listener {
 		b.ka = mqtt.NewKeepAlive(s)
 		must(t, b.srv.AddHook(b.ka, nil))
 	}
 	must(t, b.srv.AddHook(b.obs, nil))
-	if !o.noListener {
-		l := listeners.NewTCP(listeners.Config{ID: "tcp", Address: "127.0.0.1:0"})
+	switch config := (listeners.Config{ID: "tcp", Address: "127.0.0.1:0"}); {
+	case o.listener:
+		l := mqtt.NewTCP(config, s)
+		must(t, b.srv.AddListener(l))
+		b.addr = l.Address()
+	case !o.noListener:
+		l := listeners.NewTCP(config)
 		must(t, b.srv.AddListener(l))
 		b.addr = l.Address()
 	}

@@ -1,25 +1,3 @@
-// Package mqtt enforces MQTT keep-alive in a mochi-mqtt broker
-// (github.com/mochi-mqtt/server/v2) with go-schedule: one
-// heartbeat.Monitor per broker holds the deadline of every connection, in
-// place of a read deadline on each connection's socket.
-//
-// MQTT 3.1.1 and 5 (§3.1.2.10) say that when the Keep Alive of a
-// connection is not zero and the server receives no control packet from
-// the client within one and a half times that Keep Alive, the server must
-// disconnect the client, as if the network had failed: its will message is
-// published. KeepAlive does exactly that, and turns off mochi's own
-// keep-alive for the connections it watches:
-//
-//	s, _ := schedule.New(4)
-//	defer s.Shutdown() // after the broker is closed
-//	srv := mochi.New(nil)
-//	_ = srv.AddHook(new(auth.AllowHook), nil)
-//	_ = srv.AddHook(mqtt.NewKeepAlive(s), nil)
-//
-// A client that falls silent is stopped with the cause
-// packets.ErrKeepAliveTimeout (see mochi's Client.StopCause); mochi then
-// publishes its will and calls OnDisconnect, as it does when its own read
-// deadline expires. A Keep Alive of zero means no timeout.
 package mqtt
 
 import (
@@ -84,14 +62,15 @@ func Timeout(keepalive uint16) time.Duration {
 // connection's deadline nor its end may touch the new connection's watch.
 //
 // When a watched client's deadline passes with no packet from it, the
-// hook stops the client (Client.Stop(packets.ErrKeepAliveTimeout)) from a
-// job on the Scheduler's pool. The connection closes, and mochi's read
-// loop publishes the will and calls OnDisconnect. A packet that arrives
-// just as the deadline passes either wins the race, and the client stays
-// connected, or comes too late, and the client is disconnected; in that
-// narrow case, if mochi is still handling the packet when the connection
-// closes and the packet needs no reply, mochi ends the connection as it
-// does after any server-side stop between packets: without the will.
+// hook stops the client (Client.Stop(packets.ErrKeepAliveTimeout)) on a
+// goroutine that a job on the Scheduler's pool starts. The connection
+// closes, and mochi's read loop publishes the will and calls
+// OnDisconnect. A packet that arrives just as the deadline passes either
+// wins the race, and the client stays connected, or comes too late, and
+// the client is disconnected; in that narrow case, if mochi is still
+// handling the packet when the connection closes and the packet needs no
+// reply, mochi ends the connection as it does after any server-side stop
+// between packets: without the will.
 //
 // The Scheduler must outlive the broker: once it is shut down, clients
 // that connect afterwards keep mochi's own keep-alive (the hook cannot arm
@@ -172,7 +151,12 @@ func (k *KeepAlive) OnDisconnect(cl *mochi.Client, err error, expire bool) {
 // timeout.
 func (k *KeepAlive) expire(cl *mochi.Client) {
 	k.expired.Add(1)
-	cl.Stop(packets.ErrKeepAliveTimeout)
+	// Closing a socket waits until the goroutine blocked reading it (the
+	// client's read loop) has woken and left the read. Stopping the client
+	// on a goroutine of its own gives the pool's worker back at once, so
+	// that expiries due together do not queue behind each other's
+	// wake-ups.
+	go cl.Stop(packets.ErrKeepAliveTimeout)
 }
 
 // Len returns the number of clients watched now: those connected with a

@@ -9,8 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-schedule/schedule/mqtt"
 	"github.com/go-schedule/schedule/mqtt/internal/wire"
 )
+
+// watched counts the clients whose keep-alive is watched: by the hook, or
+// as a task of the wrapped listener's connections.
+func watched(b *broker) int {
+	if b.ka != nil {
+		return b.ka.Len()
+	}
+	return b.sched.Len()
+}
 
 // TestManyClientsExactCounts connects a few thousand clients (fewer under
 // the race detector) with a Keep Alive of 1 s. Every client pings every
@@ -21,6 +31,19 @@ import (
 // published. Lateness is logged, not checked: timing belongs to the load
 // command (cmd/mqttload).
 func TestManyClientsExactCounts(t *testing.T) {
+	manyClientsExactCounts(t, brokerOptions{}, keepAlive)
+}
+
+// TestListenerManyClientsExactCounts is TestManyClientsExactCounts with
+// mochi's own keep-alive on the wrapped listener, and a Keep Alive of 2 s,
+// for which mochi's whole-second deadline is exactly 1.5 × Keep Alive.
+// Every silent client costs exactly one expiry job, and no live client any.
+func TestListenerManyClientsExactCounts(t *testing.T) {
+	manyClientsExactCounts(t, brokerOptions{listener: true}, 2)
+}
+
+func manyClientsExactCounts(t *testing.T, opts brokerOptions, keepAlive uint16) {
+	timeout := mqtt.Timeout(keepAlive)
 	n := 2000
 	if raceEnabled {
 		n = 800
@@ -35,7 +58,7 @@ func TestManyClientsExactCounts(t *testing.T) {
 		seed      = 1
 		topicFmt  = "will/%d"
 	)
-	b := startBroker(t, brokerOptions{})
+	b := startBroker(t, opts)
 	r := rand.New(rand.NewPCG(seed, 0))
 	silent := make([]bool, n)
 	for _, i := range r.Perm(n)[:n/5] {
@@ -135,8 +158,8 @@ func TestManyClientsExactCounts(t *testing.T) {
 	}
 	silentWG.Wait()
 	live := n - n/5
-	// Every live client is watched; none of the silent ones is.
-	if got := b.ka.Len(); got != live {
+	// Every live client is watched (has a task); none of the silent ones is.
+	if got := watched(b); got != live {
 		t.Errorf("watching %d clients with the silent ones gone, want %d", got, live)
 	}
 	var want []string
@@ -185,8 +208,12 @@ func TestManyClientsExactCounts(t *testing.T) {
 	if all := b.willTopics(); len(all) != len(want) {
 		t.Errorf("%d wills published in all, want %d: live clients' among them", len(all), len(want))
 	}
-	if e := b.ka.Expired(); e != uint64(n/5) {
-		t.Errorf("Expired() = %d, want %d", e, n/5)
+	if b.ka != nil {
+		if e := b.ka.Expired(); e != uint64(n/5) {
+			t.Errorf("Expired() = %d, want %d", e, n/5)
+		}
+	} else if fired := b.sched.Stats().Fired; fired != uint64(n/5) {
+		t.Errorf("%d expiry jobs ran, want one per silent client: %d", fired, n/5)
 	}
 	slices.Sort(lateness)
 	if len(lateness) > 0 {

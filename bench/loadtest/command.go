@@ -9,22 +9,21 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 )
 
 // The exit statuses of a load command.
 const (
-	// ExitPass: every count was exact.
+	// ExitPass: every count of go-schedule's was exact.
 	ExitPass = 0
-	// ExitFail: a count was wrong, or the run failed.
+	// ExitFail: a count of go-schedule's was wrong, or the run failed.
 	ExitFail = 1
 	// ExitUsage: invalid flags or arguments.
 	ExitUsage = 2
 )
 
 // exitStatuses is the last line of a load command's usage message.
-const exitStatuses = "Exit status: 0 pass; 1 a count is wrong or the run failed; 2 invalid flags."
+const exitStatuses = "Exit status: 0 pass (a baseline's wrong count is reported, not failed); 1 a count of go-schedule's is wrong or the run failed; 2 invalid flags."
 
 // RoleFlag names the flag that makes a process a child: Start puts -role
 // and the child's role first on its command line, and RunChild parses it.
@@ -112,21 +111,40 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// Command returns the body of a load command called name. A process
+// Command returns the body of a load command called name whose counts
+// are all go-schedule's: JudgedCommand, with every count that load returns
+// as wrong a failure of go-schedule.
+func Command[C any](name string,
+	parse func(args []string, output io.Writer) (C, error),
+	load func(ctx context.Context, c C, stdout, stderr io.Writer) (failures []string, err error),
+	child Func) Func {
+	judged := func(ctx context.Context, c C, stdout, stderr io.Writer) ([]Failure, error) {
+		bad, err := load(ctx, c, stdout, stderr)
+		f := make([]Failure, len(bad))
+		for i, b := range bad {
+			f[i] = Failure{Count: b}
+		}
+		return f, err
+	}
+	return JudgedCommand(name, parse, judged, child)
+}
+
+// JudgedCommand returns the body of a load command called name. A process
 // started with -role (see IsChild) is a child and runs child; any other is
 // the parent: it parses its command line with parse, which writes its
 // usage messages to stderr, and runs load on the configuration. load writes
 // the report to stdout and its progress to stderr, and returns the counts
-// that were wrong, one sentence each, or an error if the run itself
-// failed. The parent writes every error and failure to stderr, prefixed
-// with name.
+// that were wrong, or an error if the run itself failed (a broken run). The
+// parent writes the error, or the verdict on the counts (see Judge), to
+// stderr, prefixed with name.
 //
-// The parent's exit status is ExitPass for -h, and when load found nothing
-// wrong; ExitUsage for invalid flags; ExitFail when load failed or found a
-// wrong count.
-func Command[C any](name string,
+// The parent's exit status is ExitPass for -h, and when no count of
+// go-schedule's was wrong (a baseline's wrong count is reported, and does
+// not fail the run); ExitUsage for invalid flags; ExitFail for a broken run
+// or a wrong count of go-schedule's.
+func JudgedCommand[C any](name string,
 	parse func(args []string, output io.Writer) (C, error),
-	load func(ctx context.Context, c C, stdout, stderr io.Writer) (failures []string, err error),
+	load func(ctx context.Context, c C, stdout, stderr io.Writer) (failures []Failure, err error),
 	child Func) Func {
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if IsChild(args) {
@@ -143,14 +161,10 @@ func Command[C any](name string,
 		}
 		bad, err := load(ctx, cfg, stdout, stderr)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			fmt.Fprintf(stderr, "%s: the run failed: %v\n", name, err)
 			return ExitFail
 		}
-		if len(bad) > 0 {
-			fmt.Fprintf(stderr, "%s: FAIL: %s\n", name, strings.Join(bad, "; "))
-			return ExitFail
-		}
-		return ExitPass
+		return Judge(name, bad, stderr)
 	}
 }
 

@@ -41,7 +41,7 @@ func TestNewFlagSetUsageNamesTheCommandItsFlagsAndExitStatuses(t *testing.T) {
 	fs.Usage()
 	assert.Equal(t, "usage: thing [flags]\n\nDoes a thing,\ntwice.\n\nFlags:\n"+
 		"  -n int\n    \thow many (default 3)\n\n"+
-		"Exit status: 0 pass; 1 a count is wrong or the run failed; 2 invalid flags.\n", out.String())
+		"Exit status: 0 pass (a baseline's wrong count is reported, not failed); 1 a count of go-schedule's is wrong or the run failed; 2 invalid flags.\n", out.String())
 }
 
 // testCommand is a command whose parse and load do what the test says.
@@ -74,7 +74,7 @@ func TestCommandExitStatuses(t *testing.T) {
 		{name: "help", args: []string{"-h"}, want: ExitPass},
 		{name: "bad flag", parseErr: errors.New("-n must be positive"), want: ExitUsage,
 			wantStderr: "cmd: -n must be positive\nrun 'cmd -h' for the flags\n"},
-		{name: "run failed", loadErr: errors.New("no servers"), want: ExitFail, wantStderr: "cmd: no servers\n"},
+		{name: "run failed", loadErr: errors.New("no servers"), want: ExitFail, wantStderr: "cmd: the run failed: no servers\n"},
 		{name: "wrong counts", failures: []string{"a 1", "b 2"}, want: ExitFail, wantStderr: "cmd: FAIL: a 1; b 2\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,4 +193,30 @@ func TestRunChildRefusesUnknownFlags(t *testing.T) {
 	assert.Equal(t, ExitUsage, code)
 	assert.Empty(t, stdout.String())
 	assert.Contains(t, stderr.String(), "-nosuch")
+}
+
+func TestJudgeFailsOnlyForGoSchedulesCounts(t *testing.T) {
+	ours := Failure{Server: "go-schedule hook", Count: "wills published 9 / 10"}
+	base := Failure{Server: "mochi deadline", Baseline: true, Count: "live clients wrongly disconnected 3"}
+	for _, tt := range []struct {
+		name     string
+		failures []Failure
+		want     int
+		stderr   string
+	}{
+		{name: "none", want: ExitPass},
+		{name: "baseline only", failures: []Failure{base}, want: ExitPass,
+			stderr: "cmd: baseline wrong, not go-schedule's (the exit status ignores it): mochi deadline: live clients wrongly disconnected 3\n"},
+		{name: "ours only", failures: []Failure{ours}, want: ExitFail,
+			stderr: "cmd: FAIL: go-schedule hook: wills published 9 / 10\n"},
+		{name: "both", failures: []Failure{base, ours}, want: ExitFail,
+			stderr: "cmd: FAIL: go-schedule hook: wills published 9 / 10\n" +
+				"cmd: baseline wrong, not go-schedule's (the exit status ignores it): mochi deadline: live clients wrongly disconnected 3\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var w bytes.Buffer
+			assert.Equal(t, tt.want, Judge("cmd", tt.failures, &w))
+			assert.Equal(t, tt.stderr, w.String())
+		})
+	}
 }

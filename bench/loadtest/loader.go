@@ -90,6 +90,11 @@ type LoadResult struct {
 	// its last write plus the timeout to the end of its connection, as the
 	// client saw it.
 	Lateness []int64 `json:"lateness_us"`
+	// WillLateness, for a command whose load processes watch what the
+	// servers publish when a silent client is disconnected (an MQTT will),
+	// has one entry per such message received, in microseconds: from the
+	// client's last write plus the timeout to the message's arrival.
+	WillLateness []int64 `json:"will_lateness_us,omitempty"`
 	// Errors is a sample of what went wrong.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -102,9 +107,11 @@ func MergeLoads(rs []LoadResult) LoadResult {
 	for _, r := range rs {
 		m.Add(r.ClientCounts)
 		m.Lateness = append(m.Lateness, r.Lateness...)
+		m.WillLateness = append(m.WillLateness, r.WillLateness...)
 		m.Errors = append(m.Errors, r.Errors...)
 	}
 	slices.Sort(m.Lateness)
+	slices.Sort(m.WillLateness)
 	return m
 }
 
@@ -163,7 +170,8 @@ type Loader struct {
 	LiveConnected, SilentConnected, Failed         atomic.Int64
 	SilentClosed, SilentLostEarly, LiveLost, Early atomic.Int64
 
-	lateness Lateness
+	lateness Lateness // of the silent clients' disconnections
+	wills    Lateness // of their wills' arrivals (WillArrived)
 	mu       sync.Mutex
 	errors   []string
 
@@ -238,6 +246,11 @@ func (l *Loader) Closed(took time.Duration) (early bool) {
 	return early
 }
 
+// WillArrived records that the message a server publishes for a
+// disconnected silent client (its will) arrived took after the client's
+// last write: how late that was, past Timeout (see LoadResult.WillLateness).
+func (l *Loader) WillArrived(took time.Duration) { l.wills.Add(took - l.Timeout) }
+
 // Counts returns the counts so far.
 func (l *Loader) Counts() ClientCounts {
 	return ClientCounts{
@@ -253,7 +266,7 @@ func (l *Loader) Counts() ClientCounts {
 
 // Result returns the counts, latenesses and errors so far.
 func (l *Loader) Result() LoadResult {
-	res := LoadResult{ClientCounts: l.Counts(), Lateness: l.lateness.Micros()}
+	res := LoadResult{ClientCounts: l.Counts(), Lateness: l.lateness.Micros(), WillLateness: l.wills.Micros()}
 	l.mu.Lock()
 	res.Errors = append([]string(nil), l.errors...)
 	l.mu.Unlock()

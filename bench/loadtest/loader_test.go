@@ -248,3 +248,8 @@ func TestMergeLoadsSumsCountsAndSortsEveryLateness(t *testing.T) {
 	assert.Equal(t, []string{"a", "b", "c"}, m.Errors)
 	assert.Equal(t, LoadResult{}, MergeLoads(nil))
 }
+
+func TestMergeLoadsSortsTheWillLatenessesOfEveryProcess(t *testing.T) {
+	m := MergeLoads([]LoadResult{{WillLateness: []int64{30, 10}}, {WillLateness: []int64{20}}, {}})
+	assert.Equal(t, []int64{10, 20, 30}, m.WillLateness)
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -28,9 +29,9 @@ type brokerResult struct {
 	WillsSilent int64 `json:"wills_silent"`
 	WillsLive   int64 `json:"wills_live"`
 	// Disconnects the broker put down to keep-alive: the hook's expiries,
-	// or mochi's read deadlines.
+	// or mochi's read deadlines (on either listener).
 	KeepAliveDisconnects int64 `json:"keepalive_disconnects"`
-	// Clients still watched by the hook (go-schedule only).
+	// Clients still watched: by the hook, or with a task of the listener.
 	Watched int `json:"watched"`
 	// Packets the broker read over the window.
 	Packets int64 `json:"packets"`
@@ -41,6 +42,9 @@ type brokerResult struct {
 	// The largest delay over the window between a job's deadline and its
 	// start on the scheduler's pool (go-schedule only).
 	MaxJobLateness time.Duration `json:"max_job_lateness"`
+	// Job starts over the window by lateness, in the buckets of
+	// schedule.LatenessBounds (go-schedule only).
+	Lateness [schedule.LatenessBuckets]uint64 `json:"lateness"`
 }
 
 // disconnects is a hook that counts keep-alive disconnects, for either
@@ -78,10 +82,9 @@ func (*deadlineBack) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 }
 
 // runBroker runs one broker process: a mochi broker with the keep-alive
-// c.Mode (modeSchedule, modeMochi or modeBoth), until the end of its
-// standard input.
+// c.Mode (one of modes), until the end of its standard input.
 func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds <-chan string) error {
-	if c.Mode != modeSchedule && c.Mode != modeMochi && c.Mode != modeBoth {
+	if !slices.Contains(modes, c.Mode) {
 		return fmt.Errorf("unknown mode %q", c.Mode)
 	}
 	var sched *schedule.Scheduler
@@ -97,12 +100,14 @@ func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds 
 	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
 		return err
 	}
-	if c.Mode == modeSchedule || c.Mode == modeBoth {
+	if c.Mode != modeMochi {
 		var err error
 		if sched, err = schedule.New(c.Workers); err != nil {
 			return err
 		}
 		defer sched.Shutdown()
+	}
+	if c.Mode == modeSchedule || c.Mode == modeBoth {
 		ka = mqtt.NewKeepAlive(sched)
 		if err := srv.AddHook(ka, nil); err != nil {
 			return err
@@ -128,7 +133,10 @@ func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds 
 	if err != nil {
 		return err
 	}
-	tcp := listeners.NewTCP(listeners.Config{ID: "tcp", Address: c.Listen})
+	var tcp listeners.Listener = listeners.NewTCP(listeners.Config{ID: "tcp", Address: c.Listen})
+	if c.Mode == modeListener {
+		tcp = mqtt.NewTCP(listeners.Config{ID: "tcp", Address: c.Listen}, sched)
+	}
 	if err := srv.AddListener(tcp); err != nil {
 		return err
 	}
@@ -160,10 +168,16 @@ func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds 
 			if sched != nil {
 				st := sched.Stats()
 				res.Wakeups, res.Fired = st.Wakeups-sched0.Wakeups, st.Fired-sched0.Fired
+				for i := range res.Lateness {
+					res.Lateness[i] = st.Lateness[i] - sched0.Lateness[i]
+				}
 				res.MaxJobLateness = sched.TakeMaxLateness()
 			}
-			if ka != nil {
+			switch {
+			case ka != nil:
 				res.Watched = ka.Len()
+			case sched != nil:
+				res.Watched = sched.Len()
 			}
 			return res
 		},

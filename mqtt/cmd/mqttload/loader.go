@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -17,6 +19,9 @@ import (
 type loader struct {
 	*loadtest.Loader
 	keepAlive int // seconds
+
+	mu        sync.Mutex
+	lastWrite map[string]time.Time // of each silent client, by client ID, until its will arrives
 }
 
 // runLoader runs one load process: it connects its clients, reports when
@@ -28,7 +33,15 @@ func runLoader(ctx context.Context, c loadtest.LoadConfig, keepAlive int, out *e
 	if err != nil {
 		return err
 	}
-	l := &loader{Loader: lt, keepAlive: keepAlive}
+	l := &loader{Loader: lt, keepAlive: keepAlive, lastWrite: make(map[string]time.Time)}
+	// One subscriber per broker receives the silent clients' wills, so
+	// that the report can say when a will's subscribers learn of the
+	// disconnection, besides when the client does.
+	for _, server := range c.Servers {
+		if err := l.watchWills(server); err != nil {
+			return err
+		}
+	}
 	r := rand.New(rand.NewPCG(c.Seed, uint64(c.Index)))
 	falls := make([]time.Duration, c.Silent)
 	for i := range falls {
@@ -44,6 +57,48 @@ func runLoader(ctx context.Context, c loadtest.LoadConfig, keepAlive int, out *e
 			l.connectSilent(k-c.Live, falls[k-c.Live])
 		}
 	})
+}
+
+// watchWills subscribes to the silent clients' wills on server.
+func (l *loader) watchWills(server string) error {
+	id := fmt.Sprintf("wills-%d-%s", l.Config.Index, server)
+	opts := paho.NewClientOptions().
+		AddBroker("tcp://" + server).
+		SetClientID(id).
+		SetCleanSession(true).
+		SetKeepAlive(time.Duration(l.keepAlive) * time.Second).
+		SetAutoReconnect(false).
+		SetConnectTimeout(time.Minute).
+		SetDialer(l.Dialer)
+	cl := paho.NewClient(opts)
+	if tok := cl.Connect(); !tok.WaitTimeout(2*time.Minute) || tok.Error() != nil {
+		return fmt.Errorf("will subscriber on %s: %v", server, tok.Error())
+	}
+	tok := cl.Subscribe(silentWills+"#", 0, func(_ paho.Client, m paho.Message) {
+		arrived := time.Now()
+		client := strings.TrimPrefix(m.Topic(), silentWills)
+		l.mu.Lock()
+		last, ok := l.lastWrite[client]
+		delete(l.lastWrite, client)
+		l.mu.Unlock()
+		if ok {
+			l.WillArrived(arrived.Sub(last))
+		}
+	})
+	if !tok.WaitTimeout(time.Minute) || tok.Error() != nil {
+		return fmt.Errorf("will subscriber on %s: subscribe: %v", server, tok.Error())
+	}
+	return nil
+}
+
+// silentWills is the topic prefix of the silent clients' wills.
+const silentWills = "will/silent/"
+
+// wrote records a silent client's last write so far.
+func (l *loader) wrote(id string, at time.Time) {
+	l.mu.Lock()
+	l.lastWrite[id] = at
+	l.mu.Unlock()
 }
 
 // connectLive connects paho client k, which then pings by itself.
@@ -89,7 +144,8 @@ func (l *loader) connectSilent(k int, fall time.Duration) {
 		return
 	}
 	lastWrite := time.Now() // of the CONNECT
-	w, err := wire.Connect(conn, wire.Options{ClientID: id, KeepAlive: uint16(l.keepAlive), WillTopic: "will/silent/" + id})
+	l.wrote(id, lastWrite)
+	w, err := wire.Connect(conn, wire.Options{ClientID: id, KeepAlive: uint16(l.keepAlive), WillTopic: silentWills + id})
 	if err != nil {
 		conn.Close()
 		l.Failed.Add(1)
@@ -120,6 +176,7 @@ pinging:
 			break pinging
 		case <-tick.C:
 			lastWrite = time.Now()
+			l.wrote(id, lastWrite)
 			err := w.Ping()
 			if err == nil {
 				_ = w.SetReadDeadline(time.Now().Add(time.Minute))

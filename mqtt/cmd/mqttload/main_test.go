@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,10 +21,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
 
-// TestLoadCI runs the whole load test at CI size, both keep-alives, with
+// TestLoadCI runs the whole load test at CI size, all three keep-alives, with
 // two brokers (gateway shards) and two load processes: every count must
-// be exact, so the exit status is 0, and the report must show both
-// keep-alives. Keep Alive is 2 s, not 1 s: paho pings up to 1.25 × Keep
+// be exact, so the exit status is 0, and the report must show every
+// keep-alive. Keep Alive is 2 s, not 1 s: paho pings up to 1.25 × Keep
 // Alive after its last packet, and on a loaded machine under the race
 // detector the 0.25 s to spare at 1 s is too little.
 func TestLoadCI(t *testing.T) {
@@ -39,7 +40,7 @@ func TestLoadCI(t *testing.T) {
 		t.Fatalf("exit status %d\n%s", code, stderr.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"go-schedule hook", "mochi deadline", "silent clients disconnected / expected"} {
+	for _, want := range []string{"go-schedule listener", "go-schedule hook", "mochi deadline", "silent clients disconnected / expected"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report has no %q", want)
 		}
@@ -52,21 +53,21 @@ func TestLoadCI(t *testing.T) {
 	}
 }
 
-// TestLoadTogether runs both keep-alives at once (-together), mochi's
+// TestLoadTogether runs two keep-alives at once (-together), mochi's
 // listed first: every count must be exact for both, and the report must
 // list them in the order given, with the ratio line.
 func TestLoadTogether(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"-clients", "100", "-silent", "0.25", "-keepalive", "2",
-		"-fall", "1s", "-grace", "1500ms", "-dialers", "16", "-together", "-mode", "mochi,go-schedule"}, nil, &stdout, &stderr)
+		"-fall", "1s", "-grace", "1500ms", "-dialers", "16", "-together", "-mode", "mochi,listener"}, nil, &stdout, &stderr)
 	t.Logf("report:\n%s", stdout.String())
 	require.Equal(t, loadtest.ExitPass, code, "exit status; standard error:\n%s", stderr.String())
 	out := stdout.String()
-	mochiAt, hookAt := strings.Index(out, "mochi deadline"), strings.Index(out, "go-schedule hook")
+	mochiAt, hookAt := strings.Index(out, "mochi deadline"), strings.Index(out, "go-schedule listener")
 	require.True(t, mochiAt >= 0 && hookAt >= 0, "the report lacks a keep-alive")
 	assert.Less(t, mochiAt, hookAt, "the columns are not in the order of -mode")
 	assert.NotContains(t, out, "WRONG")
-	assert.Contains(t, out, "go-schedule hook / mochi deadline: broker CPU per connection")
+	assert.Contains(t, out, "go-schedule listener / mochi deadline: broker CPU per connection")
 	assert.Contains(t, stderr.String(), "waiting for the other keep-alive")
 }
 
@@ -100,6 +101,31 @@ func TestWrongCountsFail(t *testing.T) {
 	}
 }
 
+// TestBaselineWrongCountDoesNotFailTheRun: a wrong count of mochi's own
+// keep-alive is reported as the baseline's, and the exit status stays 0;
+// the same count wrong for the listener or the hook fails the run.
+func TestBaselineWrongCountDoesNotFailTheRun(t *testing.T) {
+	result := func(mode string, willsSilent int64) modeResult {
+		return modeResult{Mode: mode, Live: 90, Silent: 10, Result: loadtest.Result[brokerResult]{
+			Loaders: []loadtest.LoadResult{{ClientCounts: loadtest.ClientCounts{LiveConnected: 90, SilentConnected: 10, SilentClosed: 10}, Lateness: make([]int64, 10)}},
+			Servers: []brokerResult{{WillsSilent: willsSilent, KeepAliveDisconnects: 10, Usage: loadtest.Usage{Conns: 100}}},
+		}}
+	}
+	var stderr bytes.Buffer
+	r := &report{modes: []modeResult{result(modeListener, 10), result(modeSchedule, 10), result(modeMochi, 9)}}
+	assert.Equal(t, loadtest.ExitPass, loadtest.Judge("mqttload", r.failures(), &stderr))
+	assert.Contains(t, stderr.String(), "baseline wrong, not go-schedule's")
+	assert.Contains(t, stderr.String(), "mochi deadline: wills published / expected")
+	assert.NotContains(t, stderr.String(), "FAIL")
+
+	for _, mode := range []string{modeListener, modeSchedule} {
+		stderr.Reset()
+		r := &report{modes: []modeResult{result(mode, 9), result(modeMochi, 10)}}
+		assert.Equal(t, loadtest.ExitFail, loadtest.Judge("mqttload", r.failures(), &stderr), mode)
+		assert.Contains(t, stderr.String(), "FAIL: "+modeLabel(mode))
+	}
+}
+
 // TestFlags: process counts follow -per-process, and bad flags are
 // refused.
 func TestFlags(t *testing.T) {
@@ -108,19 +134,19 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Brokers != 7 || c.Loaders != 7 || c.silentCount() != 10000 || len(c.Modes) != 2 {
+	if c.Brokers != 7 || c.Loaders != 7 || c.silentCount() != 10000 || len(c.Modes) != 3 {
 		t.Errorf("100,000 clients: %d brokers, %d loaders, %d silent, modes %v", c.Brokers, c.Loaders, c.silentCount(), c.Modes)
 	}
-	c, err = parseFlags([]string{"-mode", "mochi,go-schedule"}, &out)
+	c, err = parseFlags([]string{"-mode", "mochi,hook"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Modes) != 2 || c.Modes[0] != modeMochi || c.Modes[1] != modeSchedule {
-		t.Errorf("-mode mochi,go-schedule: modes %v, want mochi first", c.Modes)
+		t.Errorf("-mode mochi,hook: modes %v, want mochi first", c.Modes)
 	}
 	for _, bad := range [][]string{
 		{"-clients", "0"}, {"-silent", "2"}, {"-keepalive", "0"}, {"-mode", "wheel"},
-		{"-mode", "mochi,mochi"}, {"-mode", "mochi,"},
+		{"-mode", "mochi,mochi"}, {"-mode", "mochi,"}, {"-mode", "go-schedule"},
 		{"-clients", "100000", "-brokers", "2"}, {"stray"},
 	} {
 		if _, err := parseFlags(bad, &out); err == nil {
@@ -132,4 +158,13 @@ func TestFlags(t *testing.T) {
 			t.Errorf("-per-process 30000 accepted with a limit of %d open files", lim)
 		}
 	}
+}
+
+// TestLateStartsCountsTheBucketsPastTheBound: buckets are (0, 100 µs],
+// (100 µs, 1 ms], (1 ms, 10 ms], ... and the count later than 1 ms starts
+// at the third.
+func TestLateStartsCountsTheBucketsPastTheBound(t *testing.T) {
+	b := [7]uint64{5, 4, 3, 2, 1, 0, 1}
+	assert.Equal(t, uint64(7), lateStarts(b, time.Millisecond))
+	assert.Equal(t, uint64(4), lateStarts(b, 10*time.Millisecond))
 }

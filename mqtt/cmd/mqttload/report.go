@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-schedule/schedule"
 	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
@@ -19,6 +20,8 @@ type report struct {
 // modeLabel names a mode in the report.
 func modeLabel(mode string) string {
 	switch mode {
+	case modeListener:
+		return "go-schedule listener"
 	case modeSchedule:
 		return "go-schedule hook"
 	case modeBoth:
@@ -44,6 +47,7 @@ type totals struct {
 	packets                                 int64
 	wakeups, fired                          uint64
 	maxJobLateness                          time.Duration
+	lateness                                [schedule.LatenessBuckets]uint64
 }
 
 func (m modeResult) totals() totals {
@@ -57,17 +61,21 @@ func (m modeResult) totals() totals {
 		t.wakeups += b.Wakeups
 		t.fired += b.Fired
 		t.maxJobLateness = max(t.maxJobLateness, b.MaxJobLateness)
+		for i, n := range b.Lateness {
+			t.lateness[i] += n
+		}
 	}
 	return t
 }
 
-// failures lists the counts that are wrong, for every mode.
-func (r *report) failures() []string {
-	var f []string
+// failures lists the counts that are wrong, for every mode; mochi's own
+// keep-alive is the baseline.
+func (r *report) failures() []loadtest.Failure {
+	var f []loadtest.Failure
 	for _, m := range r.modes {
 		for _, c := range m.checks() {
 			if !c.OK {
-				f = append(f, fmt.Sprintf("%s: %s %s", modeLabel(m.Mode), c.Name, c.Value))
+				f = append(f, loadtest.Failure{Server: modeLabel(m.Mode), Baseline: m.Mode == modeMochi, Count: c.Name + " " + c.Value})
 			}
 		}
 	}
@@ -110,6 +118,8 @@ func (r *report) write(w io.Writer) {
 		tab.Row(check.Name, func(c column) string { return c.m.checks()[i].Cell() })
 	}
 	tab.Quantiles("detection lateness", func(c column) []int64 { return c.t.Lateness })
+	tab.Row("wills received by a subscriber", func(c column) string { return loadtest.Commas(int64(len(c.t.WillLateness))) })
+	tab.Quantiles("will lateness", func(c column) []int64 { return c.t.WillLateness })
 	tab.Row("broker memory per connection (RSS)", func(c column) string { return perConn(c.t.brokers.RSSDelta, c.t.brokers.Conns) })
 	tab.Row("broker Go heap + stacks per connection", func(c column) string { return perConn(c.t.brokers.HeapDelta, c.t.brokers.Conns) })
 	tab.Row("broker goroutines per connection", func(c column) string {
@@ -161,6 +171,13 @@ func (r *report) write(w io.Writer) {
 		}
 		return loadtest.FormatQuantile([]int64{c.t.maxJobLateness.Microseconds()}, 1)
 	})
+	tab.Row("scheduler job starts later than 1 ms / 10 ms", func(c column) string {
+		if c.m.Mode == modeMochi {
+			return "-"
+		}
+		return loadtest.Commas(int64(lateStarts(c.t.lateness, time.Millisecond))) + " / " +
+			loadtest.Commas(int64(lateStarts(c.t.lateness, 10*time.Millisecond)))
+	})
 	tab.Row("connections at the window's start", func(c column) string { return loadtest.Commas(c.t.brokers.Conns) })
 	tab.Row("CPU time, brokers / load processes, whole run", func(c column) string { return c.m.CPU() })
 	tab.Row("peak memory of a broker / load process", func(c column) string { return c.m.Peak() })
@@ -168,11 +185,12 @@ func (r *report) write(w io.Writer) {
 	if rs := r.ratios(); len(rs) > 0 {
 		fmt.Fprintln(w)
 		for _, r := range rs {
-			fmt.Fprintf(w, "%s / %s: broker CPU per connection %s, detection lateness p99 %s\n", r.mode, modeLabel(modeMochi), r.cpu, r.p99)
+			fmt.Fprintf(w, "%s / %s: broker CPU per connection %s, detection lateness p99 %s, will lateness p99 %s\n", r.mode, modeLabel(modeMochi), r.cpu, r.p99, r.willP99)
 		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "lateness: from a silent client's last packet + 1.5 × keep-alive to the end of its connection, seen by the client")
+	fmt.Fprintln(w, "will lateness: from the same moment to the arrival of the client's will at a subscriber (one per broker, in the load process)")
 	fmt.Fprintln(w, "memory: at the window's start, after a collection, less the same before any client connected")
 	fmt.Fprintln(w, "CPU: broker processes over the window (pings, silent clients' disconnects and wills), per average open connection")
 	for _, c := range cols {
@@ -184,7 +202,7 @@ func (r *report) write(w io.Writer) {
 
 // ratio is one mode's figures over mochi's deadline's, in the same run,
 // formatted.
-type ratio struct{ mode, cpu, p99 string }
+type ratio struct{ mode, cpu, p99, willP99 string }
 
 // ratios returns the ratios of every mode to mochi's deadline, when the
 // run measured it.
@@ -212,8 +230,8 @@ func (r *report) ratios() []ratio {
 		}
 		return b.CPU.Seconds() / b.Window.Seconds() / b.AvgConns
 	}
-	p99 := func(t *totals) float64 {
-		d, _ := loadtest.Quantile(t.Lateness, 0.99)
+	p99 := func(sorted []int64) float64 {
+		d, _ := loadtest.Quantile(sorted, 0.99)
 		return float64(d)
 	}
 	var rs []ratio
@@ -222,9 +240,25 @@ func (r *report) ratios() []ratio {
 			continue
 		}
 		t := m.totals()
-		rs = append(rs, ratio{mode: modeLabel(m.Mode), cpu: div(perConnCPU(&t), perConnCPU(own)), p99: div(p99(&t), p99(own))})
+		rs = append(rs, ratio{mode: modeLabel(m.Mode), cpu: div(perConnCPU(&t), perConnCPU(own)),
+			p99: div(p99(t.Lateness), p99(own.Lateness)), willP99: div(p99(t.WillLateness), p99(own.WillLateness))})
 	}
 	return rs
+}
+
+// lateStarts counts the job starts in buckets (see schedule.Stats.Lateness)
+// later than bound, which must be one of schedule.LatenessBounds.
+func lateStarts(buckets [schedule.LatenessBuckets]uint64, bound time.Duration) uint64 {
+	var n uint64
+	for i, b := range schedule.LatenessBounds() {
+		if b >= bound {
+			for _, c := range buckets[i+1:] {
+				n += c
+			}
+			return n
+		}
+	}
+	return 0
 }
 
 // perConn formats bytes per connection.

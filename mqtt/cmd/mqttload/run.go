@@ -23,7 +23,7 @@ type modeResult struct {
 
 // runLoad measures every mode of c, writes the report to stdout and
 // progress to stderr, and returns the counts that were wrong.
-func runLoad(ctx context.Context, c config, stdout, stderr io.Writer) ([]string, error) {
+func runLoad(ctx context.Context, c config, stdout, stderr io.Writer) ([]loadtest.Failure, error) {
 	// The children's standard error is copied to stderr by goroutines of
 	// os/exec, concurrently with the progress lines.
 	stderr = &loadtest.LockedWriter{W: stderr}

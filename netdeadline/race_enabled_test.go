@@ -1,0 +1,5 @@
+//go:build race
+
+package netdeadline_test
+
+const raceEnabled = true
