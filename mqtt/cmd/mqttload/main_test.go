@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/go-schedule/schedule"
 	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
@@ -160,11 +162,26 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-// TestLateStartsCountsTheBucketsPastTheBound: buckets are (0, 100 µs],
-// (100 µs, 1 ms], (1 ms, 10 ms], ... and the count later than 1 ms starts
-// at the third.
+// TestLateStartsCountsTheBucketsPastTheBound: a start in the bucket that
+// ends at the bound is not later than it; one in any later bucket is.
 func TestLateStartsCountsTheBucketsPastTheBound(t *testing.T) {
-	b := [7]uint64{5, 4, 3, 2, 1, 0, 1}
-	assert.Equal(t, uint64(7), lateStarts(b, time.Millisecond))
-	assert.Equal(t, uint64(4), lateStarts(b, 10*time.Millisecond))
+	bounds := schedule.LatenessBounds()
+	at := func(d time.Duration) int { // the bucket whose upper bound is d
+		i := slices.Index(bounds[:], d)
+		require.GreaterOrEqual(t, i, 0, "%v is a bound", d)
+		return i
+	}
+	var b [schedule.LatenessBuckets]uint64
+	for i := range b {
+		b[i] = uint64(i + 1)
+	}
+	var past1ms, past10ms uint64
+	for i := at(time.Millisecond) + 1; i < len(b); i++ {
+		past1ms += b[i]
+	}
+	for i := at(10*time.Millisecond) + 1; i < len(b); i++ {
+		past10ms += b[i]
+	}
+	assert.Equal(t, past1ms, lateStarts(b, time.Millisecond))
+	assert.Equal(t, past10ms, lateStarts(b, 10*time.Millisecond))
 }
