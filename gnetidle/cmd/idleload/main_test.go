@@ -70,7 +70,31 @@ func TestEachWrongCountFailsTheRun(t *testing.T) {
 		m := good()
 		spoil(&m)
 		f := (&report{cfg: config{Rounds: 1}, results: []modeResult{m}}).failures()
-		assert.Len(t, f, 1, name)
+		if assert.Len(t, f, 1, name) {
+			assert.False(t, f[0].Baseline, "%s: go-schedule's server is no baseline", name)
+		}
+	}
+}
+
+// A wrong count of a server that does not run on go-schedule is reported
+// as the baseline's: it does not fail the run, and go-schedule's does.
+func TestOnlyGoSchedulesWrongCountsFailTheRun(t *testing.T) {
+	for _, mode := range knownModes {
+		m := good()
+		m.Mode = mode
+		m.Loaders[0].LiveLost = 1
+		f := (&report{cfg: config{Rounds: 1}, results: []modeResult{m}}).failures()
+		require.Len(t, f, 1, mode)
+		var w bytes.Buffer
+		status := loadtest.Judge("idleload", f, &w)
+		ours := mode == modeSchedule || mode == modeReset || mode == modeStamp
+		if ours {
+			assert.Equal(t, loadtest.ExitFail, status, mode)
+			assert.Contains(t, w.String(), "FAIL", mode)
+		} else {
+			assert.Equal(t, loadtest.ExitPass, status, mode)
+			assert.Contains(t, w.String(), "baseline", mode)
+		}
 	}
 }
 

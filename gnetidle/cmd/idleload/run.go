@@ -22,7 +22,7 @@ type modeResult struct {
 
 // runLoad measures every server in every round, writes the report to
 // stdout and progress to stderr, and returns the counts that were wrong.
-func runLoad(ctx context.Context, c config, stdout, stderr io.Writer) ([]string, error) {
+func runLoad(ctx context.Context, c config, stdout, stderr io.Writer) ([]loadtest.Failure, error) {
 	// The children's standard error reaches stderr through goroutines of
 	// os/exec, alongside the progress lines.
 	stderr = &loadtest.LockedWriter{W: stderr}
