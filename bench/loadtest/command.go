@@ -111,25 +111,7 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// Command returns the body of a load command called name whose counts
-// are all go-schedule's: JudgedCommand, with every count that load returns
-// as wrong a failure of go-schedule.
-func Command[C any](name string,
-	parse func(args []string, output io.Writer) (C, error),
-	load func(ctx context.Context, c C, stdout, stderr io.Writer) (failures []string, err error),
-	child Func) Func {
-	judged := func(ctx context.Context, c C, stdout, stderr io.Writer) ([]Failure, error) {
-		bad, err := load(ctx, c, stdout, stderr)
-		f := make([]Failure, len(bad))
-		for i, b := range bad {
-			f[i] = Failure{Count: b}
-		}
-		return f, err
-	}
-	return JudgedCommand(name, parse, judged, child)
-}
-
-// JudgedCommand returns the body of a load command called name. A process
+// Command returns the body of a load command called name. A process
 // started with -role (see IsChild) is a child and runs child; any other is
 // the parent: it parses its command line with parse, which writes its
 // usage messages to stderr, and runs load on the configuration. load writes
@@ -142,7 +124,7 @@ func Command[C any](name string,
 // go-schedule's was wrong (a baseline's wrong count is reported, and does
 // not fail the run); ExitUsage for invalid flags; ExitFail for a broken run
 // or a wrong count of go-schedule's.
-func JudgedCommand[C any](name string,
+func Command[C any](name string,
 	parse func(args []string, output io.Writer) (C, error),
 	load func(ctx context.Context, c C, stdout, stderr io.Writer) (failures []Failure, err error),
 	child Func) Func {

@@ -45,7 +45,7 @@ func TestNewFlagSetUsageNamesTheCommandItsFlagsAndExitStatuses(t *testing.T) {
 }
 
 // testCommand is a command whose parse and load do what the test says.
-func testCommand(parseErr, loadErr error, failures []string, child Func) Func {
+func testCommand(parseErr, loadErr error, failures []Failure, child Func) Func {
 	parse := func(args []string, output io.Writer) (int, error) {
 		fs := NewFlagSet("cmd", output)
 		if err := Parse(fs, args); err != nil {
@@ -53,7 +53,7 @@ func testCommand(parseErr, loadErr error, failures []string, child Func) Func {
 		}
 		return 7, parseErr
 	}
-	load := func(_ context.Context, c int, stdout, _ io.Writer) ([]string, error) {
+	load := func(_ context.Context, c int, stdout, _ io.Writer) ([]Failure, error) {
 		fmt.Fprintf(stdout, "loaded %d", c)
 		return failures, loadErr
 	}
@@ -66,7 +66,7 @@ func TestCommandExitStatuses(t *testing.T) {
 		args       []string
 		parseErr   error
 		loadErr    error
-		failures   []string
+		failures   []Failure
 		want       int
 		wantStderr string
 	}{
@@ -75,7 +75,9 @@ func TestCommandExitStatuses(t *testing.T) {
 		{name: "bad flag", parseErr: errors.New("-n must be positive"), want: ExitUsage,
 			wantStderr: "cmd: -n must be positive\nrun 'cmd -h' for the flags\n"},
 		{name: "run failed", loadErr: errors.New("no servers"), want: ExitFail, wantStderr: "cmd: the run failed: no servers\n"},
-		{name: "wrong counts", failures: []string{"a 1", "b 2"}, want: ExitFail, wantStderr: "cmd: FAIL: a 1; b 2\n"},
+		{name: "wrong counts", failures: []Failure{{Count: "a 1"}, {Count: "b 2"}}, want: ExitFail, wantStderr: "cmd: FAIL: a 1; b 2\n"},
+		{name: "a baseline's wrong count", failures: []Failure{{Server: "plain", Baseline: true, Count: "a 1"}}, want: ExitPass,
+			wantStderr: "cmd: baseline wrong, not go-schedule's (the exit status ignores it): plain: a 1\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

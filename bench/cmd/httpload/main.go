@@ -35,4 +35,4 @@ func main() { loadtest.Main(run) }
 
 // run is main with its context, arguments and streams made explicit; a
 // process started with -role is a server.
-var run = loadtest.JudgedCommand("httpload", parseFlags, runLoad, runChild)
+var run = loadtest.Command("httpload", parseFlags, runLoad, runChild)

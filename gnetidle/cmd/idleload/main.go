@@ -107,7 +107,7 @@ func main() { loadtest.Main(run) }
 // run is main with its context, arguments and streams made explicit; it
 // returns the exit status. A process started with -role is a child of a
 // run; otherwise it runs the whole load test.
-var run = loadtest.JudgedCommand("idleload", parseFlags, runLoad, runChild)
+var run = loadtest.Command("idleload", parseFlags, runLoad, runChild)
 
 // config is a whole run's.
 type config struct {

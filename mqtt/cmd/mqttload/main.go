@@ -101,7 +101,7 @@ func main() { loadtest.Main(run) }
 // run is main with its context, arguments and streams made explicit; it
 // returns the exit status. A process started with -role is a broker or a
 // load process of a run; otherwise it runs the whole load test.
-var run = loadtest.JudgedCommand("mqttload", parseFlags, runLoad, runChild)
+var run = loadtest.Command("mqttload", parseFlags, runLoad, runChild)
 
 // config is a whole run's.
 type config struct {
