@@ -26,8 +26,8 @@
 //
 // With LazyCancel (the default, package lazycancel) CancelTask is one
 // compare-and-swap and leaves the task's heap entry behind as a tombstone,
-// reclaimed when it reaches the top or when tombstones exceed a quarter of
-// the live tasks. With EagerCancel (package eagercancel) the owner
+// reclaimed when it reaches the top or when tombstones pass a fixed share
+// of the heap. With EagerCancel (package eagercancel) the owner
 // goroutine removes the entry at once in O(log n), and the heap holds
 // exactly the live tasks.
 //
@@ -42,8 +42,8 @@
 // report how late jobs started.
 //
 // The owner goroutine wakes for deadlines that really come due, for
-// requests that cannot wait, and, at most ten times a second, to fix the
-// deadlines that Reset postponed; Stats.Wakeups counts its wake-ups. With
+// requests that cannot wait, and, a bounded number of times a second, to
+// fix the deadlines that Reset postponed; Stats.Wakeups counts its wake-ups. With
 // nothing due, it does not wake at all. The process around it still wakes
 // a few times a second for ants, which runs a clock goroutine on a 500 ms
 // ticker in every pool, this Scheduler's included, and no option stops it

@@ -40,7 +40,7 @@ func (h *deadlineHeap) forget(e entry) {
 }
 
 // push adds e. A full heap doubles its capacity, where append would grow
-// a large slice by a quarter: filling a heap to a million entries then
+// a large slice by a small fraction: filling a heap to a million entries then
 // copies, and first touches, about two entries' worth of fresh memory per
 // entry rather than five, and the copies happen on the owner goroutine,
 // which every add waits behind. The price is capacity: up to twice the
@@ -155,14 +155,15 @@ func (h *deadlineHeap) shrink() {
 
 // trim fits the capacity to what a lazy heap grows back to before its next
 // rebuild, for use after an O(n) rebuild that dropped many entries (the
-// copy costs no more than the rebuild did). A rebuild comes when tombstones
-// reach a quarter of the live entries (lazy.go), so the heap regrows to
-// 1.25 times its length; an extra sixteenth spares the pushes that get it
-// there from ever copying the slice, where trimming to the bare length
-// would make every push after a rebuild pay for regrowing it.
+// copy costs no more than the rebuild did). Tombstones may make up
+// 1/rebuildShare of the heap before the next rebuild (lazy.go), so the n
+// entries kept regrow by n/(rebuildShare-1); a further n/trimSlack spares
+// the pushes that get it there from ever copying the slice, where trimming
+// to the bare length would make every push after a rebuild pay for
+// regrowing it.
 func (h *deadlineHeap) trim() {
 	n := len(h.items)
-	if want := n + n/4 + n/16; cap(h.items) > want+n/8+minHeapCap {
+	if want := n + n/(rebuildShare-1) + n/trimSlack; cap(h.items) > want+2*n/trimSlack+minHeapCap {
 		h.resize(want)
 	}
 }
@@ -170,6 +171,7 @@ func (h *deadlineHeap) trim() {
 const (
 	minHeapCap  = 256
 	shrinkShare = 4
+	trimSlack   = 16
 )
 
 func (h *deadlineHeap) resize(n int) {

@@ -90,9 +90,12 @@ const (
 
 // laneMax bounds the requests waiting in a lane: callers that find it full
 // wait until the owner empties it, so that a burst of calls cannot outrun
-// the owner without bound (shardCount·laneMax requests in all). laneWake is
-// the length at which a request wakes the owner whatever it asks for, well
-// before the lane is full.
+// the owner without bound. This is the bound the Scheduler's godoc speaks
+// of. A caller's adds keep to one shard, its processor's (slab.go), so a
+// single producer waits once its own lane holds laneMax requests; all the
+// lanes together hold at most shardCount·laneMax. laneWake is the length
+// at which a request wakes the owner whatever it asks for, well before the
+// lane is full.
 const (
 	laneMax  = 1 << 13
 	laneWake = 1 << 9

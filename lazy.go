@@ -13,8 +13,7 @@ import "sync/atomic"
 // which clears out every tombstone.
 //
 // Tombstones are bounded: the owner rebuilds the heap in O(n) once they
-// make up more than 1/rebuildShare of it (a quarter of the live entries),
-// so the heap holds at most 1.25 entries per live task. Cancels never
+// make up more than 1/rebuildShare of it. Cancels never
 // message the owner, so to look at the heap in time it shares out, before
 // it sleeps, the cancels that would take the heap there among the shards
 // (room); the cancel that uses up its shard's share wakes it. However the
@@ -41,8 +40,9 @@ type lazy struct {
 }
 
 // rebuildShare: tombstones may make up at most 1/rebuildShare of the heap,
-// a quarter of the live entries. (The Go runtime's timers allow a quarter of
-// the heap, 1.33 entries per live one.)
+// a quarter of the live entries, so the heap holds at most 1.25 entries per
+// live task. (The Go runtime's timers let dead ones make up 1/4 of the heap,
+// 1.33 entries per live one.)
 const rebuildShare = 5
 
 func (l *lazy) cancelled(_, _ uint32, k uint8) {
@@ -103,7 +103,7 @@ func (l *lazy) beforeTrim() bool {
 
 // beforeSleep shares out room among the shards. The shares stand until a
 // cancel uses one up, or the heap shrinks (a share sized for a larger heap
-// would let tombstones pass a fifth of it): with neither since the last
+// would let tombstones pass 1/rebuildShare of it): with neither since the last
 // sharing, it leaves them, and the owner writes to no shard's cache line.
 func (l *lazy) beforeSleep() {
 	cancels, n := l.counts.cancelled(), l.o.heap.len()

@@ -69,7 +69,7 @@ const (
 const lookAhead = 100 * time.Millisecond
 
 // Back-off for starting runs on a pool that refused them (full, or busy
-// with work that is not the scheduler's).
+// with work that is not the scheduler's): 50 µs, doubling up to 5 ms.
 const (
 	minRetry = 50 * time.Microsecond
 	maxRetry = 5 * time.Millisecond

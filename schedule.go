@@ -12,6 +12,12 @@ import (
 // Scheduler runs jobs after a delay or periodically on a bounded pool of
 // goroutines. All its methods are safe for concurrent use, including from
 // inside a running job.
+//
+// Calls hand their requests over without waiting for the scheduler to act
+// on them. The requests waiting to be applied are bounded, though: a call
+// that finds that bound reached, because calls come faster than the
+// scheduler applies them, waits until the scheduler has taken them, or
+// until Shutdown. The methods say which of them may wait so.
 type Scheduler struct {
 	// A Scheduler is three kinds of goroutine around shared parts, each
 	// part a type in a file of its own:
@@ -48,16 +54,6 @@ type Scheduler struct {
 	quit     chan struct{} // closed by Shutdown: the owner drops everything and ends
 	poolDone chan struct{} // closed once New's pool is released; nil with WithPool
 }
-
-// clock gives deadlines as nanoseconds since the scheduler's epoch, on the
-// monotonic clock.
-type clock struct{ epoch time.Time }
-
-func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
-
-// cacheLinePad keeps the fields after it off the cache line of those
-// before it.
-type cacheLinePad [64]byte
 
 // poolSpare is how many more workers New's pool has than jobs may run.
 const poolSpare = 2
@@ -145,9 +141,8 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 // years from New) is accepted, and the job never comes due.
 //
 // It returns ErrNilJob for a nil job, ErrShutdown after Shutdown, and
-// ErrTooManyTasks when 2^32-1 tasks are held at once. When 65,536
-// requests are already waiting for the owner goroutine, it waits until the
-// owner has taken them.
+// ErrTooManyTasks when 2^32-1 tasks are held at once. It may wait while
+// requests back up (see Scheduler).
 func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -182,8 +177,8 @@ func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay
 //
 // It returns ErrNilJob for a nil job, ErrInvalidInterval for an interval of
 // zero or less, ErrShutdown after Shutdown, and ErrTooManyTasks when 2^32-1
-// tasks are held at once. When 65,536 requests are already waiting for the
-// owner goroutine, it waits until the owner has taken them.
+// tasks are held at once. It may wait while requests back up (see
+// Scheduler).
 func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -218,9 +213,9 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 // returns false for an unknown or already cancelled task, for 0, for an ID
 // of another Scheduler, and after Shutdown.
 //
-// With EagerCancel the call hands the heap removal to the owner goroutine,
-// and waits, as ScheduleOne does, when 65,536 requests are already waiting.
-// With LazyCancel it never waits.
+// With EagerCancel the call sends the scheduler a request, and may wait,
+// as ScheduleOne may, while requests back up. With LazyCancel it never
+// waits.
 func (s *Scheduler) CancelTask(id TaskID) bool {
 	t := s.slab.lookup(id)
 	if t == nil || s.IsShutdown() || !t.cancel(id.gen()) {
@@ -240,16 +235,12 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 // or after Shutdown. Unlike time.Timer.Reset, it never re-arms a one-shot
 // that has fired: schedule a new task for that.
 //
-// Reset is the heartbeat path: it allocates nothing, and postponing a
-// deadline (the usual case) does not involve the owner goroutine at all;
-// the heap entry is fixed when it comes near the top, together with the
-// others there, so the owner does not wake up for postponed deadlines
-// more than ten times a second. Neither does moving a deadline earlier to
-// a second or more from now involve the owner: it fixes such entries
-// together, in one pass, before the earliest of them comes due. Moving a
-// deadline earlier to less than a second from now sends the owner a
-// request, and then waits, as ScheduleOne does, when 65,536 requests are
-// already waiting.
+// Reset is the heartbeat path: it allocates nothing and sends no request
+// when it postpones a deadline (the usual case) or moves it earlier to a
+// time well ahead; the scheduler catches up with such moves in bulk, not
+// once per call. Moving a deadline earlier to shortly from now sends the
+// scheduler a request, and may then wait, as ScheduleOne may, while
+// requests back up.
 func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	t := s.slab.lookup(id)
 	if t == nil || s.IsShutdown() {

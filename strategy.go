@@ -9,15 +9,13 @@ type CancelStrategy uint8
 
 const (
 	// LazyCancel leaves the entry behind as a tombstone: cancelling is O(1)
-	// and never involves the owner goroutine. Tombstones are dropped when
-	// they reach the top of the heap, and the heap is rebuilt in O(n) when
-	// they exceed a quarter of the live tasks, so it holds at most 1.25
-	// entries per live task (plus those cancelled since the last rebuild was
-	// triggered).
+	// and never waits. Tombstones are dropped when they reach the top of
+	// the heap, and the heap is rebuilt in O(n) when they pass a fixed share
+	// of it, so that it stays within a constant factor of the live tasks.
 	LazyCancel CancelStrategy = iota + 1
 
 	// EagerCancel removes the entry from the heap at once, an O(log n) step
-	// for the owner goroutine. The heap holds exactly the live tasks.
+	// for the scheduler's goroutine. The heap holds exactly the live tasks.
 	EagerCancel
 )
 

@@ -11,8 +11,8 @@ import (
 // numeric order says nothing about the order in which tasks were scheduled.
 //
 // An ID names a task of the Scheduler that issued it only. Each Scheduler
-// draws its own random key and generation base for encoding IDs (see
-// slab.go), so an ID from another Scheduler names one of its tasks with
+// draws its own random key and generation base for encoding IDs, so an ID
+// from another Scheduler names one of its tasks with
 // probability about n/2^63 for a Scheduler that has n slots: a mixed-up ID
 // is, for any practical purpose, an unknown ID.
 type TaskID uint64
