@@ -222,17 +222,10 @@ func (o *owner) runDue(now int64) {
 		if e.when > fixBy || e.when >= never {
 			break
 		}
-		t := o.slab.at(e.slot)
-		if !o.cancel.current(e, t) {
-			o.heap.pop() // a tombstone
-			o.cancel.discarded(1)
-			continue
-		}
-		w := t.word.Load()
-		if wordStatus(w) == statusCancelled {
+		t, w, live := o.classify(e)
+		if !live {
 			o.heap.pop()
 			o.cancel.discarded(1)
-			o.drop(e.slot, t)
 			continue
 		}
 		if when := wordWhen(w); when != e.when {
@@ -271,6 +264,23 @@ func (o *owner) runDue(now int64) {
 			o.due(e.slot, e.when)
 		}
 	}
+}
+
+// classify tells the heap entries that stand for a pending task (live)
+// from the dead: tombstones, whose task has a current entry elsewhere or
+// none, and entries of cancelled tasks, whose hold it drops. It returns a
+// live entry's task and the task's word as it read it.
+func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
+	t = o.slab.at(e.slot)
+	if !o.cancel.current(e, t) {
+		return nil, 0, false // a tombstone
+	}
+	w = t.word.Load()
+	if wordStatus(w) == statusCancelled {
+		o.drop(e.slot, t)
+		return nil, 0, false
+	}
+	return t, w, true
 }
 
 // due collects the task in slot for the run queue, handing a chunk over
@@ -381,13 +391,8 @@ func (o *owner) rebuild() {
 	items := o.heap.items
 	kept := 0
 	for _, e := range items {
-		t := o.slab.at(e.slot)
-		if !o.cancel.current(e, t) {
-			continue
-		}
-		w := t.word.Load()
-		if wordStatus(w) == statusCancelled {
-			o.drop(e.slot, t)
+		_, w, live := o.classify(e)
+		if !live {
 			continue
 		}
 		e.when = min(e.when, wordWhen(w))
@@ -407,9 +412,9 @@ func (o *owner) rebuild() {
 func (o *owner) dropAll() {
 	o.inbox.drain(o.apply)
 	for _, e := range o.heap.items {
-		t := o.slab.at(e.slot)
-		if !o.cancel.current(e, t) {
-			continue // a tombstone: the task's current entry is elsewhere
+		t, _, live := o.classify(e)
+		if !live {
+			continue
 		}
 		if t.cancel(t.generation()) { // the owner holds t: its generation stays
 			o.ended.Add(1)
