@@ -14,12 +14,25 @@ type entry struct {
 //
 // It belongs to the owner goroutine; nothing else may touch it.
 //
-// When index is non-nil (eager cancel), the heap keeps task.ref equal to the
-// position of the task's entry, and sets it to noIndex when the entry leaves.
+// When track is non-nil (eager cancel), the heap tells it where every entry
+// moves, and when an entry leaves.
 type deadlineHeap struct {
 	items []entry
-	index *slab
+	track positions
 }
+
+// positions keeps the index of each slot's entry in the heap, which the heap
+// tells it every time an entry moves.
+type positions interface {
+	// place records that slot's entry is at index i; noPosition when it
+	// left the heap.
+	place(slot uint32, i int)
+	// position returns the index place last recorded for slot.
+	position(slot uint32) int
+}
+
+// noPosition is the index of an entry that left the heap.
+const noPosition = -1
 
 const heapArity = 4
 
@@ -28,15 +41,26 @@ func (h *deadlineHeap) top() entry { return h.items[0] }
 
 func (h *deadlineHeap) put(i int, e entry) {
 	h.items[i] = e
-	if h.index != nil {
-		h.index.at(e.slot).ref = uint32(i)
+	if h.track != nil {
+		h.track.place(e.slot, i)
 	}
 }
 
 func (h *deadlineHeap) forget(e entry) {
-	if h.index != nil {
-		h.index.at(e.slot).ref = noIndex
+	if h.track != nil {
+		h.track.place(e.slot, noPosition)
 	}
+}
+
+// indexOf returns the index of slot's entry, and false when the heap keeps
+// no positions or slot has no entry: it left the heap as it reached the
+// top, or in a rebuild.
+func (h *deadlineHeap) indexOf(slot uint32) (int, bool) {
+	if h.track == nil {
+		return 0, false
+	}
+	i := h.track.position(slot)
+	return i, i >= 0 && i < len(h.items) && h.items[i].slot == slot
 }
 
 // push adds e. A full heap doubles its capacity, where append would grow
@@ -135,9 +159,9 @@ func (h *deadlineHeap) heapify() {
 	for i := (n - 2) / heapArity; i >= 0; i-- {
 		h.down(i, h.items[i])
 	}
-	if h.index != nil {
+	if h.track != nil {
 		for i, e := range h.items {
-			h.index.at(e.slot).ref = uint32(i)
+			h.track.place(e.slot, i)
 		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 // White-box tests of the deadline heap (heap.go).
 
-// checkHeap verifies the heap order and, when the heap is indexed, that
-// every task's ref is its entry's position.
+// checkHeap verifies the heap order and, when the heap keeps positions,
+// that every entry's recorded position is its index.
 func checkHeap(t *testing.T, h *deadlineHeap) {
 	t.Helper()
 	for i, e := range h.items {
@@ -20,8 +20,8 @@ func checkHeap(t *testing.T, h *deadlineHeap) {
 			p := (i - 1) / heapArity
 			require.LessOrEqual(t, h.items[p].when, e.when, "entry %d is earlier than its parent", i)
 		}
-		if h.index != nil {
-			require.Equal(t, uint32(i), h.index.at(e.slot).ref, "index of slot %d", e.slot)
+		if h.track != nil {
+			require.Equal(t, i, h.track.position(e.slot), "index of slot %d", e.slot)
 		}
 	}
 }
@@ -31,7 +31,7 @@ func TestHeapMatchesASortedListUnderRandomOperations(t *testing.T) {
 		s := bare(LazyCancel)
 		h := &deadlineHeap{}
 		if indexed {
-			h.index = &s.slab
+			h.track = &eager{slab: &s.slab}
 		}
 		r := rand.New(rand.NewPCG(1, 2))
 		var want []int64
@@ -71,7 +71,7 @@ func TestHeapMatchesASortedListUnderRandomOperations(t *testing.T) {
 		}
 		if indexed {
 			for slot, when := range whens {
-				assert.Equal(t, when, h.items[s.slab.at(slot).ref].when)
+				assert.Equal(t, when, h.items[h.track.position(slot)].when)
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package schedule
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // lazy is the lazy cancel strategy: CancelTask only marks the task
 // cancelled, and its entry stays in the heap as a tombstone until it
@@ -20,7 +23,8 @@ import "sync/atomic"
 // cancels fall on the shards, one of them uses up its share by the time the
 // total does, give or take one per shard.
 type lazy struct {
-	o      *owner
+	inbox  *inbox      // to wake the owner when a shard's room runs out
+	slab   *slab       // to weigh a rebuild against the chunks it frees
 	counts *taskCounts // every cancel counted there made a tombstone
 
 	// dead is the owner's part of the tombstone count: the tombstones it
@@ -47,7 +51,7 @@ const rebuildShare = 5
 
 func (l *lazy) cancelled(_, _ uint32, k uint8) {
 	if l.room[k].n.Add(-1) == 0 {
-		l.o.inbox.wakeOwner()
+		l.inbox.wakeOwner()
 	}
 }
 
@@ -57,56 +61,52 @@ func (l *lazy) tombstones() int64 {
 	return max(l.dead.Load()+int64(l.counts.cancelled()), 0)
 }
 
-func (l *lazy) push(slot uint32, t *task, when int64) {
-	if t.ref == noIndex-1 {
-		// About to reuse tag values: clear out every tombstone first so
-		// that no old entry can match a new tag.
-		l.o.rebuild()
-	}
+func (*lazy) push(h *deadlineHeap, slot uint32, t *task, when int64) {
 	t.ref++
-	l.o.heap.push(entry{when: when, slot: slot, tag: t.ref})
+	h.push(entry{when: when, slot: slot, tag: t.ref})
 }
 
 func (*lazy) current(e entry, t *task) bool { return e.tag == t.ref }
 
-func (l *lazy) movedEarlier(slot uint32, t *task, when int64) {
-	l.push(slot, t, when)
+func (l *lazy) movedEarlier(h *deadlineHeap, slot uint32, t *task, when int64) {
+	l.push(h, slot, t, when)
 	l.dead.Store(l.dead.Load() + 1)
 }
 
-// remove is never called: lazy cancel sends no removals.
-func (*lazy) remove(uint32, *task) {}
-
 func (l *lazy) discarded(n int) { l.dead.Store(l.dead.Load() - int64(n)) }
 
-func (l *lazy) tidy() {
-	if d := l.tombstones(); d > 0 && rebuildShare*d > int64(l.o.heap.len()) {
-		l.o.rebuild()
-	}
+// tagsRunOut reports that t's next entry would take the last tag value
+// before they come round: the heap must first be rebuilt, clearing out
+// every tombstone, so that no old entry can match a new tag.
+func (*lazy) tagsRunOut(t *task) bool { return t.ref == math.MaxUint32-1 }
+
+func (l *lazy) wantsRebuild(heapLen int) bool {
+	d := l.tombstones()
+	return d > 0 && rebuildShare*d > int64(heapLen)
 }
 
 // beforeTrim clears the heap of tombstones, which may name free slots,
 // before the slab gives chunks back. The rebuild costs O(n), so it is done
 // for the chunks only when they hold at least 1/trimShare as many slots as
 // the heap has entries; smaller chunks wait for the next rebuild that
-// tombstones call for anyway (tidy), or for more chunks to empty.
-func (l *lazy) beforeTrim() bool {
+// tombstones call for anyway (wantsRebuild), or for more chunks to empty.
+func (l *lazy) beforeTrim(heapLen int) (trim, rebuild bool) {
 	if l.tombstones() == 0 {
-		return true
+		return true, false
 	}
-	if trimShare*l.o.slab.emptySlots() < l.o.heap.len() {
-		return false
+	if trimShare*l.slab.emptySlots() < heapLen {
+		return false, false
 	}
-	l.o.rebuild()
-	return true
+	return true, true
 }
 
 // beforeSleep shares out room among the shards. The shares stand until a
 // cancel uses one up, or the heap shrinks (a share sized for a larger heap
-// would let tombstones pass 1/rebuildShare of it): with neither since the last
-// sharing, it leaves them, and the owner writes to no shard's cache line.
-func (l *lazy) beforeSleep() {
-	cancels, n := l.counts.cancelled(), l.o.heap.len()
+// would let tombstones pass 1/rebuildShare of it): with neither since the
+// last sharing, it leaves them, and the owner writes to no shard's cache
+// line.
+func (l *lazy) beforeSleep(heapLen int) {
+	cancels, n := l.counts.cancelled(), heapLen
 	if cancels == l.sharedAt.cancels && n >= l.sharedAt.heap {
 		return
 	}

@@ -66,12 +66,12 @@ func TestLazyGivesChunksBackOnlyWhenTheyPayForTheRebuild(t *testing.T) {
 		sh.mu.Unlock()
 	}
 	setEmpty(1) // a 1,024-slot chunk against a heap of 8,192 entries
-	assert.False(t, s.cancel.beforeTrim(), "a rebuild of the heap for one chunk")
+	assert.False(t, s.owner.readyToTrim(), "a rebuild of the heap for one chunk")
 	assert.Equal(t, int64(1), s.cancel.tombstones())
 	assert.Equal(t, n, s.owner.heap.len())
 
 	setEmpty(2) // a quarter of the heap's entries
-	assert.True(t, s.cancel.beforeTrim())
+	assert.True(t, s.owner.readyToTrim())
 	assert.Zero(t, s.cancel.tombstones(), "the heap was rebuilt before the trim")
 	assert.Equal(t, n-1, s.owner.heap.len())
 	setEmpty(0)

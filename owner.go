@@ -125,7 +125,7 @@ func (o *owner) loop() {
 		if o.inbox.waiting() {
 			continue
 		}
-		o.cancel.beforeSleep()
+		o.cancel.beforeSleep(o.heap.len())
 		wakeAt := int64(never)
 		if armed >= 0 {
 			wakeAt = armed
@@ -156,12 +156,25 @@ func (o *owner) loop() {
 func (o *owner) work(now int64) {
 	o.inbox.drain(o.apply)
 	o.runDue(now)
-	o.cancel.tidy()
+	if o.cancel.wantsRebuild(o.heap.len()) {
+		o.rebuild()
+	}
 	o.flush()
-	if o.slab.wantsTrim() && o.cancel.beforeTrim() {
+	if o.slab.wantsTrim() && o.readyToTrim() {
 		o.slab.trim()
 	}
 	o.shrinkWhenQuiet(now)
+}
+
+// readyToTrim reports whether the slab may give chunks back now, rebuilding
+// the heap first if the strategy asks for it: no entry may name a slot of a
+// chunk given back.
+func (o *owner) readyToTrim() bool {
+	trim, rebuild := o.cancel.beforeTrim(o.heap.len())
+	if rebuild {
+		o.rebuild()
+	}
+	return trim
 }
 
 // runDueAhead hands over, when the owner's timer has woken it, the tasks
@@ -196,15 +209,30 @@ func (o *owner) apply(r op) {
 			}
 			o.intervals[r.slot] = r.interval
 		}
-		o.cancel.push(r.slot, t, wordWhen(w))
+		o.beforeEntry(t)
+		o.cancel.push(&o.heap, r.slot, t, wordWhen(w))
 	case opEarlier:
 		if wordStatus(w) == statusPending && w&flagOwned != 0 {
-			o.cancel.movedEarlier(r.slot, t, wordWhen(w))
+			o.beforeEntry(t)
+			o.cancel.movedEarlier(&o.heap, r.slot, t, wordWhen(w))
 		}
 	case opRemove:
-		if w&flagOwned != 0 {
-			o.cancel.remove(r.slot, t)
+		// Sent by eager cancel only, whose heap knows every entry's index.
+		if w&flagOwned == 0 {
+			return
 		}
+		if i, ok := o.heap.indexOf(r.slot); ok {
+			o.heap.removeAt(i)
+			o.drop(r.slot, t)
+		}
+	}
+}
+
+// beforeEntry rebuilds the heap before t gets a new entry, if the strategy
+// needs it to (canceller.tagsRunOut).
+func (o *owner) beforeEntry(t *task) {
+	if o.cancel.tagsRunOut(t) {
+		o.rebuild()
 	}
 }
 

@@ -131,8 +131,11 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 		quit:  s.quit,
 		done:  make(chan struct{}),
 	}
-	s.cancel = newCanceller(cfg.strategy, &s.owner, &s.counts)
+	s.cancel = newCanceller(cfg.strategy, &s.slab, &s.inbox, &s.counts)
 	s.owner.cancel = s.cancel
+	if p, ok := s.cancel.(positions); ok {
+		s.owner.heap.track = p
+	}
 	return s
 }
 

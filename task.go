@@ -80,10 +80,10 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //     by whoever sees the task cancelled with no run in flight (CancelTask,
 //     or the worker ending the run), and when the slot is freed: a job that
 //     can no longer run is never kept reachable.
-//   - ref: owner goroutine only. With eager cancel it is the index of the
-//     task's entry in the heap (noIndex when it has none); with lazy cancel
-//     it is the tag of the task's current heap entry, and entries whose tag
-//     differs are tombstones (eager.go, lazy.go).
+//   - ref: owner goroutine only, and the cancel strategy's alone: nothing
+//     else reads or writes it. Eager cancel keeps its entry's position in
+//     the heap there (eager.place), lazy cancel the tag of its current entry
+//     (lazy.push). Both fit in the one field so that a slot stays 40 bytes.
 type task struct {
 	word atomic.Uint64
 	gen  atomic.Uint32
@@ -242,6 +242,3 @@ func backOff(spins int) {
 }
 
 const spinsBeforeYield = 4
-
-// noIndex marks a task that has no entry in an eager heap.
-const noIndex = math.MaxUint32
