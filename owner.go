@@ -15,11 +15,17 @@ import (
 // comes first: the earliest deadline, a retry of runs the pool refused, or
 // the earliest deadline moved earlier without a request.
 //
-// The fields from heap on are the goroutine's own. The parts before them
-// are shared, each with its own rules: the owner takes requests from the
-// inbox, looks tasks up in the slab and frees their slots, and puts due
-// tasks in the run queue.
+// Its fields fall in three types, by who may touch them.
 type owner struct {
+	ownerShares
+	ownerState
+	ownerGauges
+}
+
+// ownerShares are the parts the owner shares, each with rules of its own:
+// it takes requests from the inbox, looks tasks up in the slab and frees
+// their slots, and puts due tasks in the run queue.
+type ownerShares struct {
 	clock
 	slab   *slab
 	inbox  *inbox
@@ -28,7 +34,10 @@ type owner struct {
 	out    *outcomes
 	quit   <-chan struct{}
 	done   chan struct{} // closed when the goroutine ends
+}
 
+// ownerState is the goroutine's own: nothing else touches it.
+type ownerState struct {
 	heap      deadlineHeap
 	freed     []uint32         // slots to free at the end of the loop iteration
 	dueNow    []due            // due tasks collected for the run queue
@@ -36,8 +45,10 @@ type owner struct {
 	intervals map[uint32]int64 // slot to interval, for the repeating tasks the owner holds
 	retryAt   int64            // when to try again to start runs the pool refused; 0: none
 	backoff   time.Duration    // the wait before that retry
+}
 
-	// Published by the owner, read by Len and Stats.
+// ownerGauges are published by the owner and read by Len and Stats.
+type ownerGauges struct {
 	heapLen atomic.Int64
 	ended   atomic.Int64  // tasks that stopped being pending other than by CancelTask
 	loops   atomic.Uint64 // loop iterations completed

@@ -122,7 +122,7 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 	}
 	s.runs.q.init(workers)
 	s.runs.runFn = s.runs.run
-	s.owner = owner{
+	s.owner.ownerShares = ownerShares{
 		clock: s.clock,
 		slab:  &s.slab,
 		inbox: &s.inbox,
