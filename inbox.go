@@ -199,10 +199,10 @@ func (in *inbox) close() {
 // waiting reports whether requests wait in the inbox.
 func (in *inbox) waiting() bool { return in.busy.Load() != 0 }
 
-// drain hands every queued request to apply, lane after lane. The owner
+// deliver hands every queued request to apply, lane after lane. The owner
 // and the lanes trade buffers rather than allocate: the lane's requests
 // come out in its buffer, and the inbox's spare buffer goes in.
-func (in *inbox) drain(apply func(op)) {
+func (in *inbox) deliver(apply func(op)) {
 	for busy := in.busy.Load(); busy != 0; busy &= busy - 1 {
 		k := bits.TrailingZeros32(busy)
 		l := &in.lanes[k]

@@ -33,7 +33,7 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 	s.step(int64(2 * time.Hour))
 	require.Len(t, s.runs.q.items, 1, "dispatched once")
 	var fb freeBatch
-	s.runs.runOne(s.runs.q.items[0], &fb)
+	s.runs.runJob(s.runs.q.items[0], &fb)
 	assert.Equal(t, 1, ran)
 	assert.Equal(t, 0, s.owner.heap.len(), "every tombstone was discarded")
 	assert.Equal(t, int64(0), s.cancel.tombstones())

@@ -10,9 +10,9 @@ import (
 
 // owner is the owner goroutine: the only one that touches the deadline
 // heap. It applies the requests in its inbox, hands due tasks to the run
-// queue in deadline order, starts drain runs, reclaims what cancelled and
-// finished tasks leave behind, and sleeps on one timer set for whichever
-// comes first: the earliest deadline, a retry of runs the pool refused, or
+// queue in deadline order, starts drains, frees the slots that cancelled
+// and finished tasks leave behind, and sleeps on one timer set for whichever
+// comes first: the earliest deadline, a retry of drains the pool refused, or
 // the earliest deadline moved earlier without a request.
 //
 // Its fields fall in three types, by who may touch them.
@@ -43,7 +43,7 @@ type ownerState struct {
 	dueNow    []due            // due tasks collected for the run queue
 	dueCount  int              // due tasks collected in this loop iteration
 	intervals map[uint32]int64 // slot to interval, for the repeating tasks the owner holds
-	retryAt   int64            // when to try again to start runs the pool refused; 0: none
+	retryAt   int64            // when to try again to start drains the pool refused; 0: none
 	backoff   time.Duration    // the wait before that retry
 }
 
@@ -79,7 +79,7 @@ const (
 // it next comes near the top.
 const lookAhead = 100 * time.Millisecond
 
-// Back-off for starting runs on a pool that refused them (full, or busy
+// Back-off for starting drains on a pool that refused them (full, or busy
 // with work that is not the scheduler's): 50 µs, doubling up to 5 ms.
 const (
 	minRetry = 50 * time.Microsecond
@@ -102,13 +102,13 @@ func (o *owner) loop() {
 	for {
 		o.dueCount = 0
 		if timerFired {
-			o.runDueAhead(o.now())
+			o.collectDueAhead(o.now())
 			timerFired = false
 		}
 		now := o.now()
 		o.work(now)
 		if o.retryAt == 0 || now >= o.retryAt {
-			o.startRuns()
+			o.startDrains()
 		}
 
 		next := never
@@ -124,7 +124,7 @@ func (o *owner) loop() {
 				timer.Stop()
 				armed = -1
 			} else {
-				// Measure again: runDue may have taken a while, and the wait is
+				// Measure again: collectDue may have taken a while, and the wait is
 				// to an absolute deadline.
 				timer.Reset(time.Duration(next - o.now()))
 				armed = next
@@ -152,7 +152,7 @@ func (o *owner) loop() {
 		case <-o.inbox.wake:
 		case <-timer.C:
 			// A fire is only a hint (with pre-Go 1.23 timer semantics it can
-			// be stale): runDue compares deadlines with the clock.
+			// be stale): collectDue compares deadlines with the clock.
 			armed = -1
 			timerFired = true
 		}
@@ -165,8 +165,8 @@ func (o *owner) loop() {
 // timer: the requests, the due tasks and the upkeep of the heap and the
 // slab.
 func (o *owner) work(now int64) {
-	o.inbox.drain(o.apply)
-	o.runDue(now)
+	o.inbox.deliver(o.apply)
+	o.collectDue(now)
 	if o.cancel.wantsRebuild(o.heap.len()) {
 		o.rebuild()
 	}
@@ -188,13 +188,13 @@ func (o *owner) readyToTrim() bool {
 	return trim
 }
 
-// runDueAhead hands over, when the owner's timer has woken it, the tasks
+// collectDueAhead hands over, when the owner's timer has woken it, the tasks
 // due at now that no request waiting in the inbox can precede: those due
 // by the earliest deadline the waiting requests concern. They concern
 // deadlines no earlier than the timer's, or they would have woken the
 // owner; after a burst of adds thousands of them may wait, and applying
 // them first would delay every due job.
-func (o *owner) runDueAhead(now int64) { o.runDue(min(now, o.inbox.waitingFrom())) }
+func (o *owner) collectDueAhead(now int64) { o.collectDue(min(now, o.inbox.waitingFrom())) }
 
 // apply carries out one request from the inbox.
 func (o *owner) apply(r op) {
@@ -211,7 +211,7 @@ func (o *owner) apply(r op) {
 	case opAdd:
 		if wordStatus(w) == statusCancelled {
 			o.cancel.discarded(1)
-			o.drop(r.slot, t)
+			o.letGo(r.slot, t)
 			return
 		}
 		if r.interval != 0 {
@@ -234,7 +234,7 @@ func (o *owner) apply(r op) {
 		}
 		if i, ok := o.heap.indexOf(r.slot); ok {
 			o.heap.removeAt(i)
-			o.drop(r.slot, t)
+			o.letGo(r.slot, t)
 		}
 	}
 }
@@ -247,11 +247,11 @@ func (o *owner) beforeEntry(t *task) {
 	}
 }
 
-// runDue hands every task due at now to the run queue, in chunks, and
+// collectDue hands every task due at now to the run queue, in chunks, and
 // fixes the entries of deadlines that Reset postponed while they are within
 // lookAhead of now. It first fixes the entries of deadlines moved earlier
 // without a request, if the earliest of them is due.
-func (o *owner) runDue(now int64) {
+func (o *owner) collectDue(now int64) {
 	if o.inbox.takeMovedEarlier(now) {
 		o.rebuild()
 	}
@@ -307,7 +307,7 @@ func (o *owner) runDue(now int64) {
 
 // classify tells the heap entries that stand for a pending task (live)
 // from the dead: tombstones, whose task has a current entry elsewhere or
-// none, and entries of cancelled tasks, whose hold it drops. It returns a
+// none, and entries of cancelled tasks, whose hold it lets go of. It returns a
 // live entry's task and the task's word as it read it.
 func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
 	t = o.slab.at(e.slot)
@@ -316,7 +316,7 @@ func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
 	}
 	w = t.word.Load()
 	if wordStatus(w) == statusCancelled {
-		o.drop(e.slot, t)
+		o.letGo(e.slot, t)
 		return nil, 0, false
 	}
 	return t, w, true
@@ -331,7 +331,7 @@ func (o *owner) due(slot uint32, when int64) {
 	if n >= handOverChunk || (n == firstHandOver && o.dueCount == firstHandOver) {
 		o.handOver()
 		if o.retryAt == 0 {
-			o.startRuns()
+			o.startDrains()
 		}
 	}
 }
@@ -345,11 +345,11 @@ func (o *owner) handOver() {
 	o.dueNow = o.dueNow[:0]
 }
 
-// startRuns starts a drain run if jobs are queued and no run is starting.
+// startDrains starts a drain if jobs are queued and no drain is starting.
 // The pool never makes it wait (see runner.start). When the pool refuses,
 // it sets retryAt, backing off from minRetry to maxRetry; jobs stay queued
-// meanwhile, and runs already going keep draining them.
-func (o *owner) startRuns() {
+// meanwhile, and drains already going keep taking them.
+func (o *owner) startDrains() {
 	err := o.runs.start()
 	switch {
 	case err == nil:
@@ -383,9 +383,9 @@ func nextRun(when, interval, now int64) (next int64, missed int64) {
 	return next, missed
 }
 
-// drop releases the owner's hold on t, whose entry has left the heap (or
+// letGo lets go of the owner's hold on t, whose entry has left the heap (or
 // never entered it). The slot is freed once no run holds it either.
-func (o *owner) drop(slot uint32, t *task) {
+func (o *owner) letGo(slot uint32, t *task) {
 	w := t.letGo(flagOwned)
 	if w&flagRepeat != 0 {
 		delete(o.intervals, slot)
@@ -398,14 +398,14 @@ func (o *owner) drop(slot uint32, t *task) {
 	}
 }
 
-// flush ends a loop iteration: frees the slots dropped during it, hands the
+// flush ends a loop iteration: frees the slots let go of during it, hands the
 // due tasks to the run queue and publishes the heap's size.
 func (o *owner) flush() {
 	if len(o.freed) > 0 {
 		o.slab.free(o.freed) // the owner trims the slab itself, next
 		o.freed = o.freed[:0]
 		if cap(o.freed) > bigBuffer {
-			o.freed = nil // after a rebuild that dropped many: give it back
+			o.freed = nil // after a rebuild that let go of many: shrink it
 		}
 	}
 	o.handOver()
@@ -424,7 +424,7 @@ func (o *owner) shrinkWhenQuiet(now int64) {
 
 // rebuild rebuilds the heap in O(n): without the entries that no longer
 // stand for a pending task (tombstones, and entries of cancelled tasks,
-// whose holds it drops), and with every deadline that moved earlier than
+// whose holds it lets go of), and with every deadline that moved earlier than
 // its entry fixed.
 func (o *owner) rebuild() {
 	items := o.heap.items
@@ -441,15 +441,15 @@ func (o *owner) rebuild() {
 	o.cancel.discarded(len(items) - kept) // once: callers read the count
 	o.heap.items = items[:kept]
 	o.heap.heapify()
-	o.heap.trim()
+	o.heap.shrinkAfterRebuild()
 }
 
 // dropAll ends the owner's life at Shutdown: every task still pending is
-// dropped (counted in Stats.Dropped), its job let go, and the heap's memory
+// dropped (counted in Stats.Dropped), its job cleared, and the heap's memory
 // returned. New requests can no longer arrive: Shutdown closed the inbox
 // before it told the owner to quit.
 func (o *owner) dropAll() {
-	o.inbox.drain(o.apply)
+	o.inbox.deliver(o.apply)
 	for _, e := range o.heap.items {
 		t, _, live := o.classify(e)
 		if !live {
@@ -459,7 +459,7 @@ func (o *owner) dropAll() {
 			o.ended.Add(1)
 			o.out.dropped.Add(1)
 		}
-		o.drop(e.slot, t)
+		o.letGo(e.slot, t)
 	}
 	o.heap.items = nil
 	o.intervals = nil

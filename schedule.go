@@ -19,21 +19,9 @@ import (
 // scheduler applies them, waits until the scheduler has taken them, or
 // until Shutdown. The methods say which of them may wait so.
 type Scheduler struct {
-	// A Scheduler is three kinds of goroutine around shared parts, each
-	// part a type in a file of its own:
-	//
-	//   - Callers (the methods in this file) allocate tasks in the slab
-	//     (slab.go), change a task's state word in place (task.go), and send
-	//     the owner requests through the inbox (inbox.go).
-	//   - The owner goroutine (owner.go) is alone with the deadline heap
-	//     (heap.go) and its timer. The cancel strategy (lazy.go, eager.go,
-	//     behind the canceller interface in strategy.go) is the part of the
-	//     owner in which the two strategies differ.
-	//   - Drain runs (fire.go), on the ants pool, take due jobs from the run
-	//     queue, which the owner fills, and run them.
-	//
-	// The parts are laid out with a cache line between groups, so that a
-	// write on one path does not evict what another path only reads.
+	// The parts (see the overview in doc.go) are laid out with a cache
+	// line between groups, so that a write on one path does not evict what
+	// another path only reads.
 
 	// Set by New; read by every call.
 	clock
@@ -84,7 +72,7 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 	pool := cfg.pool
 	if pool == nil {
 		// Non-blocking, so that starting a run never waits inside ants (see
-		// fire.go); it comes last so that no pool option can undo it.
+		// runner.go); it comes last so that no pool option can undo it.
 		opts := append([]ants.Option{ants.WithDisablePurge(true)}, cfg.poolOptions...)
 		opts = append(opts, ants.WithNonblocking(true))
 		// Two spare workers: a run that has left the run queue still holds
@@ -121,7 +109,7 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 		logger:  cfg.logger,
 	}
 	s.runs.q.init(workers)
-	s.runs.runFn = s.runs.run
+	s.runs.drainFn = s.runs.drain
 	s.owner.ownerShares = ownerShares{
 		clock: s.clock,
 		slab:  &s.slab,
@@ -326,7 +314,7 @@ func (s *Scheduler) stop() {
 		close(s.quit)
 		<-s.owner.done
 		// The owner has dropped what was pending and queues nothing more:
-		// close the run queue and drop the due jobs no run has taken.
+		// close the run queue and drop the due jobs no drain has taken.
 		s.runs.close()
 		if s.poolDone != nil {
 			// Released exactly once, here. Waiting for the workers to exit is
