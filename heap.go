@@ -68,7 +68,7 @@ func (h *deadlineHeap) indexOf(slot uint32) (int, bool) {
 // copies, and first touches, about two entries' worth of fresh memory per
 // entry rather than five, and the copies happen on the owner goroutine,
 // which every add waits behind. The price is capacity: up to twice the
-// entries while the heap grows, which shrink gives back as it drains.
+// entries while the heap grows, which shrink gives back as it empties.
 func (h *deadlineHeap) push(e entry) {
 	if len(h.items) == cap(h.items) {
 		h.resize(2 * len(h.items))
