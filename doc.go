@@ -43,8 +43,8 @@
 //
 // The owner goroutine wakes for deadlines that really come due, for
 // requests that cannot wait, and, a bounded number of times a second, to
-// fix the deadlines that Reset postponed; Stats.Wakeups counts its wake-ups. With
-// nothing due, it does not wake at all. The process around it still wakes
+// fix the deadlines that Reset postponed; Stats.Wakeups counts its
+// wake-ups. With nothing due, it does not wake at all. The process around it still wakes
 // a few times a second for ants, which runs a clock goroutine on a 500 ms
 // ticker in every pool, this Scheduler's included, and no option stops it
 // (docs/benchmarks.md, "An idle process").

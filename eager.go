@@ -4,7 +4,7 @@ package schedule
 // the task's entry at once. Every entry's position is kept in its task's
 // ref, which the heap keeps up to date through the positions interface, so
 // the removal is an O(log n) step, and the heap holds exactly the live
-// tasks. No entry is ever a tombstone, and there is nothing to tidy.
+// tasks. No entry is ever a tombstone, and there are none to count.
 type eager struct {
 	inbox *inbox // where CancelTask sends the removal
 	slab  *slab  // holds the positions, in task.ref

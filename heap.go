@@ -177,17 +177,17 @@ func (h *deadlineHeap) shrink() {
 	}
 }
 
-// shrinkAfterRebuild fits the capacity to what a lazy heap grows back to before its next
-// rebuild, for use after an O(n) rebuild that discarded many entries (the
-// copy costs no more than the rebuild did). Tombstones may make up
-// 1/rebuildShare of the heap before the next rebuild (lazy.go), so the n
-// entries kept regrow by n/(rebuildShare-1); a further n/trimSlack spares
-// the pushes that get it there from ever copying the slice, where trimming
-// to the bare length would make every push after a rebuild pay for
-// regrowing it.
+// shrinkAfterRebuild fits the capacity to what a lazy heap grows back to
+// before its next rebuild, for use after an O(n) rebuild that discarded
+// many entries (the copy costs no more than the rebuild did). Tombstones
+// may make up 1/rebuildShare of the heap before the next rebuild (lazy.go),
+// so the n entries kept regrow by n/(rebuildShare-1); a further
+// n/shrinkSlack spares the pushes that get it there from ever copying the
+// slice, where shrinking to the bare length would make every push after a
+// rebuild pay for regrowing it.
 func (h *deadlineHeap) shrinkAfterRebuild() {
 	n := len(h.items)
-	if want := n + n/(rebuildShare-1) + n/trimSlack; cap(h.items) > want+2*n/trimSlack+minHeapCap {
+	if want := n + n/(rebuildShare-1) + n/shrinkSlack; cap(h.items) > want+2*n/shrinkSlack+minHeapCap {
 		h.resize(want)
 	}
 }
@@ -195,7 +195,7 @@ func (h *deadlineHeap) shrinkAfterRebuild() {
 const (
 	minHeapCap  = 256
 	shrinkShare = 4
-	trimSlack   = 16
+	shrinkSlack = 16
 )
 
 func (h *deadlineHeap) resize(n int) {

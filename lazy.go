@@ -28,7 +28,7 @@ type lazy struct {
 	counts *taskCounts // every cancel counted there made a tombstone
 
 	// dead is the owner's part of the tombstone count: the tombstones it
-	// made (movedEarlier) less those it threw away. Only the owner writes
+	// made (movedEarlier) less those it discarded. Only the owner writes
 	// it.
 	dead atomic.Int64
 	room [shardCount]struct {
@@ -56,7 +56,7 @@ func (l *lazy) cancelled(_, _ uint32, k uint8) {
 }
 
 // tombstones may count, for a moment, a tombstone the owner has already
-// thrown away, before the cancel that made it is counted: hence the clamp.
+// discarded, before the cancel that made it is counted: hence the clamp.
 func (l *lazy) tombstones() int64 {
 	return max(l.dead.Load()+int64(l.counts.cancelled()), 0)
 }

@@ -124,8 +124,8 @@ func (o *owner) loop() {
 				timer.Stop()
 				armed = -1
 			} else {
-				// Measure again: collectDue may have taken a while, and the wait is
-				// to an absolute deadline.
+				// Measure again: collectDue may have taken a while, and the
+				// wait is to an absolute deadline.
 				timer.Reset(time.Duration(next - o.now()))
 				armed = next
 			}
@@ -307,8 +307,8 @@ func (o *owner) collectDue(now int64) {
 
 // classify tells the heap entries that stand for a pending task (live)
 // from the dead: tombstones, whose task has a current entry elsewhere or
-// none, and entries of cancelled tasks, whose hold it lets go of. It returns a
-// live entry's task and the task's word as it read it.
+// none, and entries of cancelled tasks, whose hold it lets go of. It
+// returns a live entry's task and the task's word as it read it.
 func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
 	t = o.slab.at(e.slot)
 	if !o.cancel.current(e, t) {
@@ -398,8 +398,8 @@ func (o *owner) letGo(slot uint32, t *task) {
 	}
 }
 
-// flush ends a loop iteration: frees the slots let go of during it, hands the
-// due tasks to the run queue and publishes the heap's size.
+// flush ends a loop iteration: frees the slots let go of during it, hands
+// the due tasks to the run queue and publishes the heap's size.
 func (o *owner) flush() {
 	if len(o.freed) > 0 {
 		o.slab.free(o.freed) // the owner trims the slab itself, next
@@ -424,8 +424,8 @@ func (o *owner) shrinkWhenQuiet(now int64) {
 
 // rebuild rebuilds the heap in O(n): without the entries that no longer
 // stand for a pending task (tombstones, and entries of cancelled tasks,
-// whose holds it lets go of), and with every deadline that moved earlier than
-// its entry fixed.
+// whose holds it lets go of), and with every deadline that moved earlier
+// than its entry fixed.
 func (o *owner) rebuild() {
 	items := o.heap.items
 	kept := 0

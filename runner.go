@@ -19,9 +19,9 @@ import (
 //   - Nothing here ever waits inside ants. New's pool is non-blocking and
 //     WithPool accepts only non-blocking pools, so Submit either starts a
 //     drain or refuses at once; a refused drain is retried on the owner's
-//     own timer (owner.startDrains). The scheduler never depends on a wake-up from ants:
-//     ants v2 can lose the wake-up of a blocked Submit when one of its
-//     worker goroutines exits.
+//     own timer (owner.startDrains). The scheduler never depends on a
+//     wake-up from ants: ants v2 can lose the wake-up of a blocked Submit
+//     when one of its worker goroutines exits.
 //   - The scheduler counts its drains itself (runQueue.active). A drain that
 //     ends abnormally (its job calls runtime.Goexit, or the panic handler
 //     panics) still leaves through its deferred exit (runner.endDrain), which

@@ -34,8 +34,8 @@ func (c CancelStrategy) String() string {
 // eager.go): what a cancel leaves in the heap, how an entry is pushed and
 // told from a tombstone, what a deadline moved earlier does to it, and when
 // the heap must be rebuilt. A strategy holds no reference to the owner: the
-// owner passes it the heap, and does the rebuilding and the dropping it asks
-// for. The owner goroutine calls every method but cancelled and tombstones.
+// owner passes it the heap, and does the rebuilds it asks for. The owner
+// goroutine calls every method but cancelled and tombstones.
 type canceller interface {
 	// cancelled is called by CancelTask, on the caller's goroutine, once it
 	// has cancelled the task of generation gen in slot, of slab shard k.
@@ -47,7 +47,7 @@ type canceller interface {
 	// push gives t an entry in h, due at when.
 	push(h *deadlineHeap, slot uint32, t *task, when int64)
 	// current reports whether e is t's entry; an entry that is not is a
-	// tombstone, to be thrown away.
+	// tombstone, to be discarded.
 	current(e entry, t *task) bool
 	// movedEarlier brings t's entry in h forward to when, earlier than it
 	// is.
