@@ -26,7 +26,7 @@
 //
 // With LazyCancel (the default, package lazycancel) CancelTask is one
 // compare-and-swap and leaves the task's heap entry behind as a tombstone,
-// reclaimed when it reaches the top or when tombstones pass a fixed share
+// discarded when it reaches the top or when tombstones pass a fixed share
 // of the heap. With EagerCancel (package eagercancel) the owner
 // goroutine removes the entry at once in O(log n), and the heap holds
 // exactly the live tasks.
@@ -121,3 +121,4 @@ package schedule
 //   - shrink: a buffer's capacity is fitted to what it holds
 //     (deadlineHeap.shrink, deadlineHeap.shrinkAfterRebuild,
 //     inbox.keepSpare).
+//   - release: ants' word, for a pool only (ants.Pool.Release).

@@ -5,7 +5,7 @@ package schedule
 type entry struct {
 	when int64  // deadline the entry is ordered by; may lag the task's own
 	slot uint32 // slot of the task in the slab
-	tag  uint32 // lazy cancel: matches task.ref while the entry is current
+	tag  uint32 // the cancel strategy's: lazy cancel tells tombstones by it
 }
 
 // deadlineHeap is a 4-ary min-heap of entries ordered by when. Four

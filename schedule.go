@@ -182,7 +182,8 @@ func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error)
 
 // ScheduleWith is Schedule for a job that receives its own TaskID and a
 // value of the caller's: job(id, arg) runs every interval, as ScheduleOneWith
-// describes for one-shots. It returns the errors Schedule returns.
+// describes for one-shots. It returns the errors Schedule returns, and may
+// wait as Schedule may.
 func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
