@@ -88,7 +88,8 @@ package schedule
 //   - Drains (runner.go), on the ants pool, take due tasks from the run
 //     queue, which the owner fills, and run their jobs.
 //
-// clock.go, counters.go, stats.go, options.go and errors.go are leaves.
+// clock.go and counters.go are leaves that all three share; stats.go reads
+// the counters for Stats; options.go, errors.go and poolcheck.go serve New.
 //
 // One word per idea, in names and comments alike:
 //

@@ -104,3 +104,20 @@ func TestHeapifyRestoresOrderAndIndex(t *testing.T) {
 	s.owner.heap.heapify()
 	checkHeap(t, &s.owner.heap)
 }
+
+// After a rebuild the heap's capacity is fitted to what it grows back to
+// before the next one: room for the tombstones lazy cancel allows beside the
+// entries kept, so that the pushes that make them never copy the slice.
+func TestHeapShrinkAfterRebuildLeavesRoomForTheTombstonesAllowed(t *testing.T) {
+	var h deadlineHeap
+	h.resize(1 << 20)
+	const n = 100_000
+	for i := range n {
+		h.push(entry{when: int64(i)})
+	}
+	h.shrinkAfterRebuild()
+	require.Less(t, cap(h.items), 1<<20, "the heap kept its spike's capacity")
+	// Tombstones may make up 1/rebuildShare of the heap before the next
+	// rebuild: n/(rebuildShare-1) of them beside the n entries kept.
+	assert.GreaterOrEqual(t, cap(h.items), n+n/(rebuildShare-1))
+}
