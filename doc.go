@@ -26,8 +26,8 @@
 //
 // With LazyCancel (the default, package lazycancel) CancelTask is one
 // compare-and-swap and leaves the task's heap entry behind as a tombstone,
-// reclaimed when it reaches the top or when tombstones exceed a quarter of
-// the live tasks. With EagerCancel (package eagercancel) the owner
+// discarded when it reaches the top or when tombstones pass a fixed share
+// of the heap. With EagerCancel (package eagercancel) the owner
 // goroutine removes the entry at once in O(log n), and the heap holds
 // exactly the live tasks.
 //
@@ -43,9 +43,9 @@
 // started.
 //
 // The owner goroutine wakes for deadlines that really come due, for
-// requests that cannot wait, and, at most ten times a second, to fix the
-// deadlines that Reset postponed; Stats.Wakeups counts its wake-ups. With
-// nothing due, it does not wake at all. The process around it still wakes
+// requests that cannot wait, and, a bounded number of times a second, to
+// fix the deadlines that Reset postponed; Stats.Wakeups counts its
+// wake-ups. With nothing due, it does not wake at all. The process around it still wakes
 // a few times a second for ants, which runs a clock goroutine on a 500 ms
 // ticker in every pool, this Scheduler's included, and no option stops it
 // (docs/benchmarks.md, "An idle process").
@@ -72,3 +72,55 @@
 // proves it; docs/benchmarks.md compares the library with the Go runtime's
 // timers and with timing-wheel libraries.
 package schedule
+
+// How the package works, for its maintainers.
+//
+// A Scheduler is three kinds of goroutine around shared parts, each part a
+// type in a file of its own:
+//
+//   - Callers (schedule.go) allocate tasks in the slab (slab.go), change a
+//     task's state word in place (task.go), and send the owner requests
+//     through the inbox (inbox.go).
+//   - The owner goroutine (owner.go) is alone with the deadline heap
+//     (heap.go) and its timer. The cancel strategy (strategy.go, lazy.go,
+//     eager.go) is what differs between lazy and eager cancel; it holds no
+//     reference to the owner, which passes it the heap and does the
+//     rebuilds it asks for.
+//   - Drains (runner.go), on the ants pool, take due tasks from the run
+//     queue, which the owner fills, and run their jobs.
+//
+// clock.go and counters.go are leaves that all three share; stats.go reads
+// the counters for Stats; options.go, errors.go and poolcheck.go serve New.
+//
+// One word per idea, in names and comments alike:
+//
+//   - run: one execution of a job (runner.runJob); Stats counts a task's
+//     runs.
+//   - drain: a pool job that takes due tasks from the run queue and runs
+//     their jobs until the queue is empty (runner.drain).
+//   - collect, hand over: the owner collects the tasks that came due
+//     (owner.collectDue) and hands them over to the run queue
+//     (owner.handOver); it runs no job itself.
+//   - deliver, apply: the inbox delivers callers' requests to the owner
+//     (inbox.deliver), which applies them (owner.apply).
+//   - hold, let go: the owner (flagOwned) and a run (flagRunning) each hold
+//     a task's slot, and each lets go of it (task.letGo, owner.letGo);
+//     whoever lets go last frees the slot.
+//   - free: a slot goes back to the slab, its task's life over (slab.free,
+//     slab.freeTask).
+//   - retire: a slot whose generations have come round is never used again.
+//   - clear: a job's references are cleared, so that the garbage collector
+//     can reclaim what it captures (task.clearJob).
+//   - tombstone, discard: a heap entry that no longer stands for a pending
+//     task is a tombstone; the owner discards it when it reaches the top,
+//     or in a rebuild (canceller.discarded).
+//   - rebuild: the heap is rebuilt in O(n), without its tombstones
+//     (owner.rebuild).
+//   - drop: a job that will never run though nobody cancelled it (at
+//     Shutdown, or on a released pool) is dropped, and counted in
+//     Stats.Dropped (owner.dropAll, runner.dropDue).
+//   - trim: the slab gives back chunks whose slots are all free (slab.trim).
+//   - shrink: a buffer's capacity is fitted to what it holds
+//     (deadlineHeap.shrink, deadlineHeap.shrinkAfterRebuild,
+//     inbox.keepSpare).
+//   - release: ants' word, for a pool only (ants.Pool.Release).

@@ -120,7 +120,7 @@ func runsOnTimeAcrossWorkerExpiry(t *testing.T, st schedtest.Strategy, runs int)
 // generous limit. It runs in real time, for many rounds: the stall it hunts
 // comes from a lost wake-up between real goroutines (a worker goroutine of
 // ants that exits can take a blocked Submit's wake-up with it; see
-// fire.go), and it shows, if at all, only now and then.
+// runner.go), and it shows, if at all, only now and then.
 func stallSearch(t *testing.T, bad func(), opts ...schedule.Option) {
 	for _, st := range schedtest.Strategies {
 		t.Run(st.String(), func(t *testing.T) {

@@ -5,7 +5,7 @@ package schedule
 type entry struct {
 	when int64  // deadline the entry is ordered by; may lag the task's own
 	slot uint32 // slot of the task in the slab
-	tag  uint32 // lazy cancel: matches task.ref while the entry is current
+	tag  uint32 // the cancel strategy's: lazy cancel tells tombstones by it
 }
 
 // deadlineHeap is a 4-ary min-heap of entries ordered by when. Four
@@ -14,12 +14,25 @@ type entry struct {
 //
 // It belongs to the owner goroutine; nothing else may touch it.
 //
-// When index is non-nil (eager cancel), the heap keeps task.ref equal to the
-// position of the task's entry, and sets it to noIndex when the entry leaves.
+// When track is non-nil (eager cancel), the heap tells it where every entry
+// moves, and when an entry leaves.
 type deadlineHeap struct {
 	items []entry
-	index *slab
+	track positions
 }
+
+// positions keeps the index of each slot's entry in the heap, which the heap
+// tells it every time an entry moves.
+type positions interface {
+	// place records that slot's entry is at index i; noPosition when it
+	// left the heap.
+	place(slot uint32, i int)
+	// position returns the index place last recorded for slot.
+	position(slot uint32) int
+}
+
+// noPosition is the index of an entry that left the heap.
+const noPosition = -1
 
 const heapArity = 4
 
@@ -28,23 +41,34 @@ func (h *deadlineHeap) top() entry { return h.items[0] }
 
 func (h *deadlineHeap) put(i int, e entry) {
 	h.items[i] = e
-	if h.index != nil {
-		h.index.at(e.slot).ref = uint32(i)
+	if h.track != nil {
+		h.track.place(e.slot, i)
 	}
 }
 
 func (h *deadlineHeap) forget(e entry) {
-	if h.index != nil {
-		h.index.at(e.slot).ref = noIndex
+	if h.track != nil {
+		h.track.place(e.slot, noPosition)
 	}
 }
 
+// indexOf returns the index of slot's entry, and false when the heap keeps
+// no positions or slot has no entry: it left the heap as it reached the
+// top, or in a rebuild.
+func (h *deadlineHeap) indexOf(slot uint32) (int, bool) {
+	if h.track == nil {
+		return 0, false
+	}
+	i := h.track.position(slot)
+	return i, i >= 0 && i < len(h.items) && h.items[i].slot == slot
+}
+
 // push adds e. A full heap doubles its capacity, where append would grow
-// a large slice by a quarter: filling a heap to a million entries then
+// a large slice by a small fraction: filling a heap to a million entries then
 // copies, and first touches, about two entries' worth of fresh memory per
 // entry rather than five, and the copies happen on the owner goroutine,
 // which every add waits behind. The price is capacity: up to twice the
-// entries while the heap grows, which shrink gives back as it drains.
+// entries while the heap grows, which shrink gives back as it empties.
 func (h *deadlineHeap) push(e entry) {
 	if len(h.items) == cap(h.items) {
 		h.resize(2 * len(h.items))
@@ -135,9 +159,9 @@ func (h *deadlineHeap) heapify() {
 	for i := (n - 2) / heapArity; i >= 0; i-- {
 		h.down(i, h.items[i])
 	}
-	if h.index != nil {
+	if h.track != nil {
 		for i, e := range h.items {
-			h.index.at(e.slot).ref = uint32(i)
+			h.track.place(e.slot, i)
 		}
 	}
 }
@@ -153,16 +177,17 @@ func (h *deadlineHeap) shrink() {
 	}
 }
 
-// trim fits the capacity to what a lazy heap grows back to before its next
-// rebuild, for use after an O(n) rebuild that dropped many entries (the
-// copy costs no more than the rebuild did). A rebuild comes when tombstones
-// reach a quarter of the live entries (lazy.go), so the heap regrows to
-// 1.25 times its length; an extra sixteenth spares the pushes that get it
-// there from ever copying the slice, where trimming to the bare length
-// would make every push after a rebuild pay for regrowing it.
-func (h *deadlineHeap) trim() {
+// shrinkAfterRebuild fits the capacity to what a lazy heap grows back to
+// before its next rebuild, for use after an O(n) rebuild that discarded
+// many entries (the copy costs no more than the rebuild did). Tombstones
+// may make up 1/rebuildShare of the heap before the next rebuild (lazy.go),
+// so the n entries kept regrow by n/(rebuildShare-1); a further
+// n/shrinkSlack spares the pushes that get it there from ever copying the
+// slice, where shrinking to the bare length would make every push after a
+// rebuild pay for regrowing it.
+func (h *deadlineHeap) shrinkAfterRebuild() {
 	n := len(h.items)
-	if want := n + n/4 + n/16; cap(h.items) > want+n/8+minHeapCap {
+	if want := n + n/(rebuildShare-1) + n/shrinkSlack; cap(h.items) > want+2*n/shrinkSlack+minHeapCap {
 		h.resize(want)
 	}
 }
@@ -170,6 +195,7 @@ func (h *deadlineHeap) trim() {
 const (
 	minHeapCap  = 256
 	shrinkShare = 4
+	shrinkSlack = 16
 )
 
 func (h *deadlineHeap) resize(n int) {

@@ -11,8 +11,8 @@ import (
 
 // White-box tests of the deadline heap (heap.go).
 
-// checkHeap verifies the heap order and, when the heap is indexed, that
-// every task's ref is its entry's position.
+// checkHeap verifies the heap order and, when the heap keeps positions,
+// that every entry's recorded position is its index.
 func checkHeap(t *testing.T, h *deadlineHeap) {
 	t.Helper()
 	for i, e := range h.items {
@@ -20,8 +20,8 @@ func checkHeap(t *testing.T, h *deadlineHeap) {
 			p := (i - 1) / heapArity
 			require.LessOrEqual(t, h.items[p].when, e.when, "entry %d is earlier than its parent", i)
 		}
-		if h.index != nil {
-			require.Equal(t, uint32(i), h.index.at(e.slot).ref, "index of slot %d", e.slot)
+		if h.track != nil {
+			require.Equal(t, i, h.track.position(e.slot), "index of slot %d", e.slot)
 		}
 	}
 }
@@ -31,7 +31,7 @@ func TestHeapMatchesASortedListUnderRandomOperations(t *testing.T) {
 		s := bare(LazyCancel)
 		h := &deadlineHeap{}
 		if indexed {
-			h.index = &s.slab
+			h.track = &eager{slab: &s.slab}
 		}
 		r := rand.New(rand.NewPCG(1, 2))
 		var want []int64
@@ -71,7 +71,7 @@ func TestHeapMatchesASortedListUnderRandomOperations(t *testing.T) {
 		}
 		if indexed {
 			for slot, when := range whens {
-				assert.Equal(t, when, h.items[s.slab.at(slot).ref].when)
+				assert.Equal(t, when, h.items[h.track.position(slot)].when)
 			}
 		}
 	}
@@ -103,4 +103,21 @@ func TestHeapifyRestoresOrderAndIndex(t *testing.T) {
 	}
 	s.owner.heap.heapify()
 	checkHeap(t, &s.owner.heap)
+}
+
+// After a rebuild the heap's capacity is fitted to what it grows back to
+// before the next one: room for the tombstones lazy cancel allows beside the
+// entries kept, so that the pushes that make them never copy the slice.
+func TestHeapShrinkAfterRebuildLeavesRoomForTheTombstonesAllowed(t *testing.T) {
+	var h deadlineHeap
+	h.resize(1 << 20)
+	const n = 100_000
+	for i := range n {
+		h.push(entry{when: int64(i)})
+	}
+	h.shrinkAfterRebuild()
+	require.Less(t, cap(h.items), 1<<20, "the heap kept its spike's capacity")
+	// Tombstones may make up 1/rebuildShare of the heap before the next
+	// rebuild: n/(rebuildShare-1) of them beside the n entries kept.
+	assert.GreaterOrEqual(t, cap(h.items), n+n/(rebuildShare-1))
 }

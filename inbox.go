@@ -9,7 +9,7 @@ import (
 
 // The inbox carries requests from callers to the owner goroutine. It has
 // shardCount lanes, one per slab shard, each a slice of requests under a
-// lock of its own, which the owner swaps out whole (inbox.drain). A
+// lock of its own, which the owner swaps out whole (inbox.deliver). A
 // request costs a lock and an append, never a channel rendezvous. Every
 // request about a task goes to the lane of the task's shard, so the
 // requests about one task reach the owner in the order they were made.
@@ -50,8 +50,8 @@ type inbox struct {
 	// wake holds a token while the owner has been asked to wake.
 	wake chan struct{}
 
-	// Owner only: the buffer the next lane drained gets, and how many
-	// drains in a row used little of it (keepSpare).
+	// Owner only: the buffer the next lane delivered gets, and how
+	// many deliveries in a row used little of it (keepSpare).
 	spare []op
 	small int
 }
@@ -90,9 +90,12 @@ const (
 
 // laneMax bounds the requests waiting in a lane: callers that find it full
 // wait until the owner empties it, so that a burst of calls cannot outrun
-// the owner without bound (shardCount·laneMax requests in all). laneWake is
-// the length at which a request wakes the owner whatever it asks for, well
-// before the lane is full.
+// the owner without bound. This is the bound the Scheduler's godoc speaks
+// of. A caller's adds keep to one shard, its processor's (slab.go), so a
+// single producer waits once its own lane holds laneMax requests; all the
+// lanes together hold at most shardCount·laneMax. laneWake is the length
+// at which a request wakes the owner whatever it asks for, well before the
+// lane is full.
 const (
 	laneMax  = 1 << 13
 	laneWake = 1 << 9
@@ -196,10 +199,10 @@ func (in *inbox) close() {
 // waiting reports whether requests wait in the inbox.
 func (in *inbox) waiting() bool { return in.busy.Load() != 0 }
 
-// drain hands every queued request to apply, lane after lane. The owner
+// deliver hands every queued request to apply, lane after lane. The owner
 // and the lanes trade buffers rather than allocate: the lane's requests
 // come out in its buffer, and the inbox's spare buffer goes in.
-func (in *inbox) drain(apply func(op)) {
+func (in *inbox) deliver(apply func(op)) {
 	for busy := in.busy.Load(); busy != 0; busy &= busy - 1 {
 		k := bits.TrailingZeros32(busy)
 		l := &in.lanes[k]
@@ -220,25 +223,25 @@ func (in *inbox) drain(apply func(op)) {
 	}
 }
 
-// Buffers of requests grow in a burst. A buffer larger than bigBuffer is
-// given back once smallDrains drains in a row used less than 1/smallShare
-// of it: not at the first small drain, or a steady stream of requests
-// would regrow it again and again.
+// Buffers of requests grow in a burst. A buffer larger than bigBuffer
+// shrinks (the next one grows afresh) once smallDeliveries deliveries in a
+// row used less than 1/smallShare of it: not at the first small delivery,
+// or a steady stream of requests would regrow it again and again.
 const (
-	bigBuffer   = 4096
-	smallDrains = 16
-	smallShare  = 16
+	bigBuffer       = 4096
+	smallDeliveries = 16
+	smallShare      = 16
 )
 
-// keepSpare keeps ops, just drained, as the spare buffer, or lets it go
-// when bursts that needed its size are over.
+// keepSpare keeps ops, just delivered, as the spare buffer, or shrinks it
+// away when bursts that needed its size are over.
 func (in *inbox) keepSpare(ops []op) {
 	if c := cap(ops); c > bigBuffer && len(ops) < c/smallShare {
 		in.small++
 	} else {
 		in.small = 0
 	}
-	if in.small >= smallDrains {
+	if in.small >= smallDeliveries {
 		in.spare, in.small = nil, 0
 		return
 	}

@@ -1,6 +1,9 @@
 package schedule
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // lazy is the lazy cancel strategy: CancelTask only marks the task
 // cancelled, and its entry stays in the heap as a tombstone until it
@@ -13,19 +16,19 @@ import "sync/atomic"
 // which clears out every tombstone.
 //
 // Tombstones are bounded: the owner rebuilds the heap in O(n) once they
-// make up more than 1/rebuildShare of it (a quarter of the live entries),
-// so the heap holds at most 1.25 entries per live task. Cancels never
+// make up more than 1/rebuildShare of it. Cancels never
 // message the owner, so to look at the heap in time it shares out, before
 // it sleeps, the cancels that would take the heap there among the shards
 // (room); the cancel that uses up its shard's share wakes it. However the
 // cancels fall on the shards, one of them uses up its share by the time the
 // total does, give or take one per shard.
 type lazy struct {
-	o      *owner
+	inbox  *inbox      // to wake the owner when a shard's room runs out
+	slab   *slab       // to weigh a rebuild against the chunks it frees
 	counts *taskCounts // every cancel counted there made a tombstone
 
 	// dead is the owner's part of the tombstone count: the tombstones it
-	// made (movedEarlier) less those it threw away. Only the owner writes
+	// made (movedEarlier) less those it discarded. Only the owner writes
 	// it.
 	dead atomic.Int64
 	room [shardCount]struct {
@@ -41,72 +44,69 @@ type lazy struct {
 }
 
 // rebuildShare: tombstones may make up at most 1/rebuildShare of the heap,
-// a quarter of the live entries. (The Go runtime's timers allow a quarter of
-// the heap, 1.33 entries per live one.)
+// a quarter of the live entries, so the heap holds at most 1.25 entries per
+// live task. (The Go runtime's timers let dead ones make up 1/4 of the heap,
+// 1.33 entries per live one.)
 const rebuildShare = 5
 
 func (l *lazy) cancelled(_, _ uint32, k uint8) {
 	if l.room[k].n.Add(-1) == 0 {
-		l.o.inbox.wakeOwner()
+		l.inbox.wakeOwner()
 	}
 }
 
 // tombstones may count, for a moment, a tombstone the owner has already
-// thrown away, before the cancel that made it is counted: hence the clamp.
+// discarded, before the cancel that made it is counted: hence the clamp.
 func (l *lazy) tombstones() int64 {
 	return max(l.dead.Load()+int64(l.counts.cancelled()), 0)
 }
 
-func (l *lazy) push(slot uint32, t *task, when int64) {
-	if t.ref == noIndex-1 {
-		// About to reuse tag values: clear out every tombstone first so
-		// that no old entry can match a new tag.
-		l.o.rebuild()
-	}
+func (*lazy) push(h *deadlineHeap, slot uint32, t *task, when int64) {
 	t.ref++
-	l.o.heap.push(entry{when: when, slot: slot, tag: t.ref})
+	h.push(entry{when: when, slot: slot, tag: t.ref})
 }
 
 func (*lazy) current(e entry, t *task) bool { return e.tag == t.ref }
 
-func (l *lazy) movedEarlier(slot uint32, t *task, when int64) {
-	l.push(slot, t, when)
+func (l *lazy) movedEarlier(h *deadlineHeap, slot uint32, t *task, when int64) {
+	l.push(h, slot, t, when)
 	l.dead.Store(l.dead.Load() + 1)
 }
 
-// remove is never called: lazy cancel sends no removals.
-func (*lazy) remove(uint32, *task) {}
-
 func (l *lazy) discarded(n int) { l.dead.Store(l.dead.Load() - int64(n)) }
 
-func (l *lazy) tidy() {
-	if d := l.tombstones(); d > 0 && rebuildShare*d > int64(l.o.heap.len()) {
-		l.o.rebuild()
-	}
+// tagsRunOut reports that t's next entry would take the last tag value
+// before they come round: the heap must first be rebuilt, clearing out
+// every tombstone, so that no old entry can match a new tag.
+func (*lazy) tagsRunOut(t *task) bool { return t.ref == math.MaxUint32-1 }
+
+func (l *lazy) wantsRebuild(heapLen int) bool {
+	d := l.tombstones()
+	return d > 0 && rebuildShare*d > int64(heapLen)
 }
 
 // beforeTrim clears the heap of tombstones, which may name free slots,
 // before the slab gives chunks back. The rebuild costs O(n), so it is done
 // for the chunks only when they hold at least 1/trimShare as many slots as
 // the heap has entries; smaller chunks wait for the next rebuild that
-// tombstones call for anyway (tidy), or for more chunks to empty.
-func (l *lazy) beforeTrim() bool {
+// tombstones call for anyway (wantsRebuild), or for more chunks to empty.
+func (l *lazy) beforeTrim(heapLen int) (trim, rebuild bool) {
 	if l.tombstones() == 0 {
-		return true
+		return true, false
 	}
-	if trimShare*l.o.slab.emptySlots() < l.o.heap.len() {
-		return false
+	if trimShare*l.slab.emptySlots() < heapLen {
+		return false, false
 	}
-	l.o.rebuild()
-	return true
+	return true, true
 }
 
 // beforeSleep shares out room among the shards. The shares stand until a
 // cancel uses one up, or the heap shrinks (a share sized for a larger heap
-// would let tombstones pass a fifth of it): with neither since the last
-// sharing, it leaves them, and the owner writes to no shard's cache line.
-func (l *lazy) beforeSleep() {
-	cancels, n := l.counts.cancelled(), l.o.heap.len()
+// would let tombstones pass 1/rebuildShare of it): with neither since the
+// last sharing, it leaves them, and the owner writes to no shard's cache
+// line.
+func (l *lazy) beforeSleep(heapLen int) {
+	cancels, n := l.counts.cancelled(), heapLen
 	if cancels == l.sharedAt.cancels && n >= l.sharedAt.heap {
 		return
 	}

@@ -33,7 +33,7 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 	s.step(int64(2 * time.Hour))
 	require.Len(t, s.runs.q.items, 1, "dispatched once")
 	var fb freeBatch
-	s.runs.runOne(s.runs.q.items[0], &fb)
+	s.runs.runJob(s.runs.q.items[0], &fb)
 	assert.Equal(t, 1, ran)
 	assert.Equal(t, 0, s.owner.heap.len(), "every tombstone was discarded")
 	assert.Equal(t, int64(0), s.cancel.tombstones())
@@ -66,12 +66,12 @@ func TestLazyGivesChunksBackOnlyWhenTheyPayForTheRebuild(t *testing.T) {
 		sh.mu.Unlock()
 	}
 	setEmpty(1) // a 1,024-slot chunk against a heap of 8,192 entries
-	assert.False(t, s.cancel.beforeTrim(), "a rebuild of the heap for one chunk")
+	assert.False(t, s.owner.readyToTrim(), "a rebuild of the heap for one chunk")
 	assert.Equal(t, int64(1), s.cancel.tombstones())
 	assert.Equal(t, n, s.owner.heap.len())
 
 	setEmpty(2) // a quarter of the heap's entries
-	assert.True(t, s.cancel.beforeTrim())
+	assert.True(t, s.owner.readyToTrim())
 	assert.Zero(t, s.cancel.tombstones(), "the heap was rebuilt before the trim")
 	assert.Equal(t, n-1, s.owner.heap.len())
 	setEmpty(0)

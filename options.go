@@ -52,10 +52,10 @@ func WithCancelStrategy(c CancelStrategy) Option {
 //
 // When p is full, or busy with work of others, due jobs wait in the
 // scheduler's queue, in deadline order, and the scheduler tries again after
-// a short back-off (minRetry, doubling up to maxRetry: 50 µs to 5 ms) and
-// whenever one of its own jobs ends; shutting down never waits for p. If p
-// is released while the Scheduler runs, due jobs that have not started are
-// dropped and counted in Stats.Dropped.
+// a short back-off, which grows while p keeps refusing, and whenever one of
+// its own jobs ends; shutting down never waits for p. If p is released
+// while the Scheduler runs, due jobs that have not started are dropped and
+// counted in Stats.Dropped.
 func WithPool(p *ants.Pool) Option {
 	return func(cfg *config) {
 		if p == nil {

@@ -10,16 +10,22 @@ import (
 
 // owner is the owner goroutine: the only one that touches the deadline
 // heap. It applies the requests in its inbox, hands due tasks to the run
-// queue in deadline order, starts drain runs, reclaims what cancelled and
-// finished tasks leave behind, and sleeps on one timer set for whichever
-// comes first: the earliest deadline, a retry of runs the pool refused, or
+// queue in deadline order, starts drains, frees the slots that cancelled
+// and finished tasks leave behind, and sleeps on one timer set for whichever
+// comes first: the earliest deadline, a retry of drains the pool refused, or
 // the earliest deadline moved earlier without a request.
 //
-// The fields from heap on are the goroutine's own. The parts before them
-// are shared, each with its own rules: the owner takes requests from the
-// inbox, looks tasks up in the slab and frees their slots, and puts due
-// tasks in the run queue.
+// Its fields fall in three types, by who may touch them.
 type owner struct {
+	ownerShares
+	ownerState
+	ownerGauges
+}
+
+// ownerShares are the parts the owner shares, each with rules of its own:
+// it takes requests from the inbox, looks tasks up in the slab and frees
+// their slots, and puts due tasks in the run queue.
+type ownerShares struct {
 	clock
 	slab   *slab
 	inbox  *inbox
@@ -28,16 +34,21 @@ type owner struct {
 	out    *outcomes
 	quit   <-chan struct{}
 	done   chan struct{} // closed when the goroutine ends
+}
 
+// ownerState is the goroutine's own: nothing else touches it.
+type ownerState struct {
 	heap      deadlineHeap
 	freed     []uint32         // slots to free at the end of the loop iteration
 	dueNow    []due            // due tasks collected for the run queue
 	dueCount  int              // due tasks collected in this loop iteration
 	intervals map[uint32]int64 // slot to interval, for the repeating tasks the owner holds
-	retryAt   int64            // when to try again to start runs the pool refused; 0: none
+	retryAt   int64            // when to try again to start drains the pool refused; 0: none
 	backoff   time.Duration    // the wait before that retry
+}
 
-	// Published by the owner, read by Len and Stats.
+// ownerGauges are published by the owner and read by Len and Stats.
+type ownerGauges struct {
 	heapLen atomic.Int64
 	ended   atomic.Int64  // tasks that stopped being pending other than by CancelTask
 	loops   atomic.Uint64 // loop iterations completed
@@ -68,8 +79,8 @@ const (
 // it next comes near the top.
 const lookAhead = 100 * time.Millisecond
 
-// Back-off for starting runs on a pool that refused them (full, or busy
-// with work that is not the scheduler's).
+// Back-off for starting drains on a pool that refused them (full, or busy
+// with work that is not the scheduler's): 50 µs, doubling up to 5 ms.
 const (
 	minRetry = 50 * time.Microsecond
 	maxRetry = 5 * time.Millisecond
@@ -91,13 +102,13 @@ func (o *owner) loop() {
 	for {
 		o.dueCount = 0
 		if timerFired {
-			o.runDueAhead(o.now())
+			o.collectDueAhead(o.now())
 			timerFired = false
 		}
 		now := o.now()
 		o.work(now)
 		if o.retryAt == 0 || now >= o.retryAt {
-			o.startRuns()
+			o.startDrains()
 		}
 
 		next := never
@@ -113,8 +124,8 @@ func (o *owner) loop() {
 				timer.Stop()
 				armed = -1
 			} else {
-				// Measure again: runDue may have taken a while, and the wait is
-				// to an absolute deadline.
+				// Measure again: collectDue may have taken a while, and the
+				// wait is to an absolute deadline.
 				timer.Reset(time.Duration(next - o.now()))
 				armed = next
 			}
@@ -125,7 +136,7 @@ func (o *owner) loop() {
 		if o.inbox.waiting() {
 			continue
 		}
-		o.cancel.beforeSleep()
+		o.cancel.beforeSleep(o.heap.len())
 		wakeAt := int64(never)
 		if armed >= 0 {
 			wakeAt = armed
@@ -141,7 +152,7 @@ func (o *owner) loop() {
 		case <-o.inbox.wake:
 		case <-timer.C:
 			// A fire is only a hint (with pre-Go 1.23 timer semantics it can
-			// be stale): runDue compares deadlines with the clock.
+			// be stale): collectDue compares deadlines with the clock.
 			armed = -1
 			timerFired = true
 		}
@@ -154,23 +165,36 @@ func (o *owner) loop() {
 // timer: the requests, the due tasks and the upkeep of the heap and the
 // slab.
 func (o *owner) work(now int64) {
-	o.inbox.drain(o.apply)
-	o.runDue(now)
-	o.cancel.tidy()
+	o.inbox.deliver(o.apply)
+	o.collectDue(now)
+	if o.cancel.wantsRebuild(o.heap.len()) {
+		o.rebuild()
+	}
 	o.flush()
-	if o.slab.wantsTrim() && o.cancel.beforeTrim() {
+	if o.slab.wantsTrim() && o.readyToTrim() {
 		o.slab.trim()
 	}
 	o.shrinkWhenQuiet(now)
 }
 
-// runDueAhead hands over, when the owner's timer has woken it, the tasks
+// readyToTrim reports whether the slab may give chunks back now, rebuilding
+// the heap first if the strategy asks for it: no entry may name a slot of a
+// chunk given back.
+func (o *owner) readyToTrim() bool {
+	trim, rebuild := o.cancel.beforeTrim(o.heap.len())
+	if rebuild {
+		o.rebuild()
+	}
+	return trim
+}
+
+// collectDueAhead hands over, when the owner's timer has woken it, the tasks
 // due at now that no request waiting in the inbox can precede: those due
 // by the earliest deadline the waiting requests concern. They concern
 // deadlines no earlier than the timer's, or they would have woken the
 // owner; after a burst of adds thousands of them may wait, and applying
 // them first would delay every due job.
-func (o *owner) runDueAhead(now int64) { o.runDue(min(now, o.inbox.waitingFrom())) }
+func (o *owner) collectDueAhead(now int64) { o.collectDue(min(now, o.inbox.waitingFrom())) }
 
 // apply carries out one request from the inbox.
 func (o *owner) apply(r op) {
@@ -187,7 +211,7 @@ func (o *owner) apply(r op) {
 	case opAdd:
 		if wordStatus(w) == statusCancelled {
 			o.cancel.discarded(1)
-			o.drop(r.slot, t)
+			o.letGo(r.slot, t)
 			return
 		}
 		if r.interval != 0 {
@@ -196,23 +220,38 @@ func (o *owner) apply(r op) {
 			}
 			o.intervals[r.slot] = r.interval
 		}
-		o.cancel.push(r.slot, t, wordWhen(w))
+		o.beforeEntry(t)
+		o.cancel.push(&o.heap, r.slot, t, wordWhen(w))
 	case opEarlier:
 		if wordStatus(w) == statusPending && w&flagOwned != 0 {
-			o.cancel.movedEarlier(r.slot, t, wordWhen(w))
+			o.beforeEntry(t)
+			o.cancel.movedEarlier(&o.heap, r.slot, t, wordWhen(w))
 		}
 	case opRemove:
-		if w&flagOwned != 0 {
-			o.cancel.remove(r.slot, t)
+		// Sent by eager cancel only, whose heap knows every entry's index.
+		if w&flagOwned == 0 {
+			return
+		}
+		if i, ok := o.heap.indexOf(r.slot); ok {
+			o.heap.removeAt(i)
+			o.letGo(r.slot, t)
 		}
 	}
 }
 
-// runDue hands every task due at now to the run queue, in chunks, and
+// beforeEntry rebuilds the heap before t gets a new entry, if the strategy
+// needs it to (canceller.tagsRunOut).
+func (o *owner) beforeEntry(t *task) {
+	if o.cancel.tagsRunOut(t) {
+		o.rebuild()
+	}
+}
+
+// collectDue hands every task due at now to the run queue, in chunks, and
 // fixes the entries of deadlines that Reset postponed while they are within
 // lookAhead of now. It first fixes the entries of deadlines moved earlier
 // without a request, if the earliest of them is due.
-func (o *owner) runDue(now int64) {
+func (o *owner) collectDue(now int64) {
 	if o.inbox.takeMovedEarlier(now) {
 		o.rebuild()
 	}
@@ -222,17 +261,10 @@ func (o *owner) runDue(now int64) {
 		if e.when > fixBy || e.when >= never {
 			break
 		}
-		t := o.slab.at(e.slot)
-		if !o.cancel.current(e, t) {
-			o.heap.pop() // a tombstone
-			o.cancel.discarded(1)
-			continue
-		}
-		w := t.word.Load()
-		if wordStatus(w) == statusCancelled {
+		t, w, live := o.classify(e)
+		if !live {
 			o.heap.pop()
 			o.cancel.discarded(1)
-			o.drop(e.slot, t)
 			continue
 		}
 		if when := wordWhen(w); when != e.when {
@@ -273,6 +305,23 @@ func (o *owner) runDue(now int64) {
 	}
 }
 
+// classify tells the heap entries that stand for a pending task (live)
+// from the dead: tombstones, whose task has a current entry elsewhere or
+// none, and entries of cancelled tasks, whose hold it lets go of. It
+// returns a live entry's task and the task's word as it read it.
+func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
+	t = o.slab.at(e.slot)
+	if !o.cancel.current(e, t) {
+		return nil, 0, false // a tombstone
+	}
+	w = t.word.Load()
+	if wordStatus(w) == statusCancelled {
+		o.letGo(e.slot, t)
+		return nil, 0, false
+	}
+	return t, w, true
+}
+
 // due collects the task in slot for the run queue, handing a chunk over
 // as soon as it is full.
 func (o *owner) due(slot uint32, when int64) {
@@ -282,7 +331,7 @@ func (o *owner) due(slot uint32, when int64) {
 	if n >= handOverChunk || (n == firstHandOver && o.dueCount == firstHandOver) {
 		o.handOver()
 		if o.retryAt == 0 {
-			o.startRuns()
+			o.startDrains()
 		}
 	}
 }
@@ -296,11 +345,11 @@ func (o *owner) handOver() {
 	o.dueNow = o.dueNow[:0]
 }
 
-// startRuns starts a drain run if jobs are queued and no run is starting.
+// startDrains starts a drain if jobs are queued and no drain is starting.
 // The pool never makes it wait (see runner.start). When the pool refuses,
 // it sets retryAt, backing off from minRetry to maxRetry; jobs stay queued
-// meanwhile, and runs already going keep draining them.
-func (o *owner) startRuns() {
+// meanwhile, and drains already going keep taking them.
+func (o *owner) startDrains() {
 	err := o.runs.start()
 	switch {
 	case err == nil:
@@ -334,9 +383,9 @@ func nextRun(when, interval, now int64) (next int64, missed int64) {
 	return next, missed
 }
 
-// drop releases the owner's hold on t, whose entry has left the heap (or
+// letGo lets go of the owner's hold on t, whose entry has left the heap (or
 // never entered it). The slot is freed once no run holds it either.
-func (o *owner) drop(slot uint32, t *task) {
+func (o *owner) letGo(slot uint32, t *task) {
 	w := t.letGo(flagOwned)
 	if w&flagRepeat != 0 {
 		delete(o.intervals, slot)
@@ -349,14 +398,14 @@ func (o *owner) drop(slot uint32, t *task) {
 	}
 }
 
-// flush ends a loop iteration: frees the slots dropped during it, hands the
-// due tasks to the run queue and publishes the heap's size.
+// flush ends a loop iteration: frees the slots let go of during it, hands
+// the due tasks to the run queue and publishes the heap's size.
 func (o *owner) flush() {
 	if len(o.freed) > 0 {
 		o.slab.free(o.freed) // the owner trims the slab itself, next
 		o.freed = o.freed[:0]
 		if cap(o.freed) > bigBuffer {
-			o.freed = nil // after a rebuild that dropped many: give it back
+			o.freed = nil // after a rebuild that let go of many: shrink it
 		}
 	}
 	o.handOver()
@@ -375,19 +424,14 @@ func (o *owner) shrinkWhenQuiet(now int64) {
 
 // rebuild rebuilds the heap in O(n): without the entries that no longer
 // stand for a pending task (tombstones, and entries of cancelled tasks,
-// whose holds it drops), and with every deadline that moved earlier than
-// its entry fixed.
+// whose holds it lets go of), and with every deadline that moved earlier
+// than its entry fixed.
 func (o *owner) rebuild() {
 	items := o.heap.items
 	kept := 0
 	for _, e := range items {
-		t := o.slab.at(e.slot)
-		if !o.cancel.current(e, t) {
-			continue
-		}
-		w := t.word.Load()
-		if wordStatus(w) == statusCancelled {
-			o.drop(e.slot, t)
+		_, w, live := o.classify(e)
+		if !live {
 			continue
 		}
 		e.when = min(e.when, wordWhen(w))
@@ -397,25 +441,25 @@ func (o *owner) rebuild() {
 	o.cancel.discarded(len(items) - kept) // once: callers read the count
 	o.heap.items = items[:kept]
 	o.heap.heapify()
-	o.heap.trim()
+	o.heap.shrinkAfterRebuild()
 }
 
 // dropAll ends the owner's life at Shutdown: every task still pending is
-// dropped (counted in Stats.Dropped), its job let go, and the heap's memory
+// dropped (counted in Stats.Dropped), its job cleared, and the heap's memory
 // returned. New requests can no longer arrive: Shutdown closed the inbox
 // before it told the owner to quit.
 func (o *owner) dropAll() {
-	o.inbox.drain(o.apply)
+	o.inbox.deliver(o.apply)
 	for _, e := range o.heap.items {
-		t := o.slab.at(e.slot)
-		if !o.cancel.current(e, t) {
-			continue // a tombstone: the task's current entry is elsewhere
+		t, _, live := o.classify(e)
+		if !live {
+			continue
 		}
 		if t.cancel(t.generation()) { // the owner holds t: its generation stays
 			o.ended.Add(1)
 			o.out.dropped.Add(1)
 		}
-		o.drop(e.slot, t)
+		o.letGo(e.slot, t)
 	}
 	o.heap.items = nil
 	o.intervals = nil

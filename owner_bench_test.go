@@ -111,9 +111,9 @@ func BenchmarkOwner(b *testing.B) {
 				for range min(batch, b.N-done) {
 					s.ScheduleOne(nop, 0)
 				}
-				s.inbox.drain(s.owner.apply)
+				s.inbox.deliver(s.owner.apply)
 				b.StartTimer()
-				s.owner.runDue(s.now()) // pop each due task and hand it to the run queue
+				s.owner.collectDue(s.now()) // pop each due task and hand it to the run queue
 				s.owner.flush()
 				b.StopTimer()
 				s.runs.dropDue(s.runs.q.takeAll(false)) // what runs would do, untimed

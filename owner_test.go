@@ -35,7 +35,7 @@ func TestTimerWakeHandsOverDueTasksBeforeApplyingWaitingRequests(t *testing.T) {
 		add("d", 150*time.Minute) // waits in the inbox
 		require.True(t, s.inbox.waiting())
 
-		s.owner.runDueAhead(int64(4 * time.Hour))
+		s.owner.collectDueAhead(int64(4 * time.Hour))
 		s.owner.handOver()
 		assert.True(t, s.inbox.waiting(), "the waiting add was applied first")
 		s.step(int64(4 * time.Hour))

@@ -10,7 +10,7 @@ import (
 // is busy (ants.WithNonblocking(true)), and whether that could be told.
 //
 // ants exposes a pool's options to no one, and the scheduler must never
-// call a Submit that can wait (see fire.go), so WithPool reads the flag
+// call a Submit that can wait (see runner.go), so WithPool reads the flag
 // where ants v2 keeps it, and refuses a pool when it cannot (known false).
 // TestWithPoolRejectsABlockingPool pins that layout: an ants release that
 // moves it fails that test before it refuses a user's pool.

@@ -12,22 +12,16 @@ import (
 // Scheduler runs jobs after a delay or periodically on a bounded pool of
 // goroutines. All its methods are safe for concurrent use, including from
 // inside a running job.
+//
+// Calls hand their requests over without waiting for the scheduler to act
+// on them. The requests waiting to be applied are bounded, though: a call
+// that finds that bound reached, because calls come faster than the
+// scheduler applies them, waits until the scheduler has taken them, or
+// until Shutdown. The methods say which of them may wait so.
 type Scheduler struct {
-	// A Scheduler is three kinds of goroutine around shared parts, each
-	// part a type in a file of its own:
-	//
-	//   - Callers (the methods in this file) allocate tasks in the slab
-	//     (slab.go), change a task's state word in place (task.go), and send
-	//     the owner requests through the inbox (inbox.go).
-	//   - The owner goroutine (owner.go) is alone with the deadline heap
-	//     (heap.go) and its timer. The cancel strategy (lazy.go, eager.go,
-	//     behind the canceller interface in strategy.go) is the part of the
-	//     owner in which the two strategies differ.
-	//   - Drain runs (fire.go), on the ants pool, take due jobs from the run
-	//     queue, which the owner fills, and run them.
-	//
-	// The parts are laid out with a cache line between groups, so that a
-	// write on one path does not evict what another path only reads.
+	// The parts (see the overview in doc.go) are laid out with a cache
+	// line between groups, so that a write on one path does not evict what
+	// another path only reads.
 
 	// Set by New; read by every call.
 	clock
@@ -48,16 +42,6 @@ type Scheduler struct {
 	quit     chan struct{} // closed by Shutdown: the owner drops everything and ends
 	poolDone chan struct{} // closed once New's pool is released; nil with WithPool
 }
-
-// clock gives deadlines as nanoseconds since the scheduler's epoch, on the
-// monotonic clock.
-type clock struct{ epoch time.Time }
-
-func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
-
-// cacheLinePad keeps the fields after it off the cache line of those
-// before it.
-type cacheLinePad [64]byte
 
 // poolSpare is how many more workers New's pool has than jobs may run.
 const poolSpare = 2
@@ -88,7 +72,7 @@ func New(workers int, opts ...Option) (*Scheduler, error) {
 	pool := cfg.pool
 	if pool == nil {
 		// Non-blocking, so that starting a run never waits inside ants (see
-		// fire.go); it comes last so that no pool option can undo it.
+		// runner.go); it comes last so that no pool option can undo it.
 		opts := append([]ants.Option{ants.WithDisablePurge(true)}, cfg.poolOptions...)
 		opts = append(opts, ants.WithNonblocking(true))
 		// Two spare workers: a run that has left the run queue still holds
@@ -125,8 +109,8 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 		logger:  cfg.logger,
 	}
 	s.runs.q.init(workers)
-	s.runs.runFn = s.runs.run
-	s.owner = owner{
+	s.runs.drainFn = s.runs.drain
+	s.owner.ownerShares = ownerShares{
 		clock: s.clock,
 		slab:  &s.slab,
 		inbox: &s.inbox,
@@ -135,8 +119,11 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 		quit:  s.quit,
 		done:  make(chan struct{}),
 	}
-	s.cancel = newCanceller(cfg.strategy, &s.owner, &s.counts)
+	s.cancel = newCanceller(cfg.strategy, &s.slab, &s.inbox, &s.counts)
 	s.owner.cancel = s.cancel
+	if p, ok := s.cancel.(positions); ok {
+		s.owner.heap.track = p
+	}
 	return s
 }
 
@@ -145,9 +132,8 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 // years from New) is accepted, and the job never comes due.
 //
 // It returns ErrNilJob for a nil job, ErrShutdown after Shutdown, and
-// ErrTooManyTasks when 2^32-1 tasks are held at once. When 65,536
-// requests are already waiting for the owner goroutine, it waits until the
-// owner has taken them.
+// ErrTooManyTasks when 2^32-1 tasks are held at once. It may wait while
+// requests back up (see Scheduler).
 func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -209,8 +195,8 @@ func (s *Scheduler) ScheduleAtWith(job func(id TaskID, arg any), arg any, at tim
 //
 // It returns ErrNilJob for a nil job, ErrInvalidInterval for an interval of
 // zero or less, ErrShutdown after Shutdown, and ErrTooManyTasks when 2^32-1
-// tasks are held at once. When 65,536 requests are already waiting for the
-// owner goroutine, it waits until the owner has taken them.
+// tasks are held at once. It may wait while requests back up (see
+// Scheduler).
 func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -223,7 +209,8 @@ func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error)
 
 // ScheduleWith is Schedule for a job that receives its own TaskID and a
 // value of the caller's: job(id, arg) runs every interval, as ScheduleOneWith
-// describes for one-shots. It returns the errors Schedule returns.
+// describes for one-shots. It returns the errors Schedule returns, and may
+// wait as Schedule may.
 func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -245,9 +232,9 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 // returns false for an unknown or already cancelled task, for 0, for an ID
 // of another Scheduler, and after Shutdown.
 //
-// With EagerCancel the call hands the heap removal to the owner goroutine,
-// and waits, as ScheduleOne does, when 65,536 requests are already waiting.
-// With LazyCancel it never waits.
+// With EagerCancel the call sends the scheduler a request, and may wait,
+// as ScheduleOne may, while requests back up. With LazyCancel it never
+// waits.
 func (s *Scheduler) CancelTask(id TaskID) bool {
 	t := s.slab.lookup(id)
 	if t == nil || s.IsShutdown() || !t.cancel(id.gen()) {
@@ -267,16 +254,12 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 // or after Shutdown. Unlike time.Timer.Reset, it never re-arms a one-shot
 // that has fired: schedule a new task for that.
 //
-// Reset is the heartbeat path: it allocates nothing, and postponing a
-// deadline (the usual case) does not involve the owner goroutine at all;
-// the heap entry is fixed when it comes near the top, together with the
-// others there, so the owner does not wake up for postponed deadlines
-// more than ten times a second. Neither does moving a deadline earlier to
-// a second or more from now involve the owner: it fixes such entries
-// together, in one pass, before the earliest of them comes due. Moving a
-// deadline earlier to less than a second from now sends the owner a
-// request, and then waits, as ScheduleOne does, when 65,536 requests are
-// already waiting.
+// Reset is the heartbeat path: it allocates nothing and sends no request
+// when it postpones a deadline (the usual case) or moves it earlier to a
+// time well ahead; the scheduler catches up with such moves in bulk, not
+// once per call. Moving a deadline earlier to shortly from now sends the
+// scheduler a request, and may then wait, as ScheduleOne may, while
+// requests back up.
 func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	t := s.slab.lookup(id)
 	if t == nil || s.IsShutdown() {
@@ -380,7 +363,7 @@ func (s *Scheduler) stop() {
 		close(s.quit)
 		<-s.owner.done
 		// The owner has dropped what was pending and queues nothing more:
-		// close the run queue and drop the due jobs no run has taken.
+		// close the run queue and drop the due jobs no drain has taken.
 		s.runs.close()
 		if s.poolDone != nil {
 			// Released exactly once, here. Waiting for the workers to exit is

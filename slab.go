@@ -325,7 +325,7 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 func (sl *slab) free(slots []uint32) (trim bool) {
 	reusable := slots[:0]
 	for _, slot := range slots {
-		if sl.retire(sl.at(slot)) {
+		if sl.freeTask(sl.at(slot)) {
 			reusable = append(reusable, slot)
 		}
 	}
@@ -359,15 +359,15 @@ func (sl *slab) free(slots []uint32) (trim bool) {
 	return trim
 }
 
-// retire ends the life of the task in slot: it drops the job so that the
+// freeTask ends the life of the task in slot: it clears the job so that the
 // garbage collector can reclaim it and bumps the generation so that the
 // task's ID no longer names the slot. It reports whether the slot may be
 // reused: a slot whose generations have gone all the way round is never
 // reused (its generation is left at 0, which no ID carries), so no TaskID is
 // ever handed out twice.
-func (sl *slab) retire(t *task) bool {
+func (sl *slab) freeTask(t *task) bool {
 	g := t.lockCurrent()
-	t.release()
+	t.clearJob()
 	if g++; g == genLocked {
 		g = 1
 	}
@@ -417,8 +417,8 @@ func (sl *slab) emptySlots() int {
 func (sl *slab) wantsTrim() bool { return sl.trimming.Load() != 0 }
 
 // trim gives back, in every shard that asked for it, the chunks whose
-// slots are all free but one, kept for the next adds, and lets go of most
-// of a free list that has shrunk. Only the owner calls it, and with lazy
+// slots are all free but one, kept for the next adds, and shrinks a free
+// list that has emptied out. Only the owner calls it, and with lazy
 // cancel only on a heap without tombstones: a tombstone may name a free
 // slot, and must never reach a chunk given back (canceller.beforeTrim).
 func (sl *slab) trim() {
@@ -469,16 +469,16 @@ func (sl *slab) trimShard(sh *slabShard) {
 		kept.free = chunkSize
 	}
 	for _, c := range gone {
-		sl.giveBack(c)
+		sl.trimChunk(c)
 	}
 	sh.chunks -= len(gone)
 	sh.empty -= len(gone)
 }
 
-// giveBack drops chunk c, whose slots are all free, from the directory and
+// trimChunk takes chunk c, whose slots are all free, from the directory and
 // keeps its index for a later chunk. The shard that owns c must hold its mu
 // and have taken c's slots out of its free list.
-func (sl *slab) giveBack(c uint32) {
+func (sl *slab) trimChunk(c uint32) {
 	ch := sl.dir.Load().chunks[c].Load()
 	// The next chunk's slots start at the latest generation reached here:
 	// counted from base, the largest (every slot is free, so none is 0 and

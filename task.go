@@ -11,8 +11,8 @@ import (
 // numeric order says nothing about the order in which tasks were scheduled.
 //
 // An ID names a task of the Scheduler that issued it only. Each Scheduler
-// draws its own random key and generation base for encoding IDs (see
-// slab.go), so an ID from another Scheduler names one of its tasks with
+// draws its own random key and generation base for encoding IDs, so an ID
+// from another Scheduler names one of its tasks with
 // probability about n/2^63 for a Scheduler that has n slots: a mixed-up ID
 // is, for any practical purpose, an unknown ID.
 type TaskID uint64
@@ -80,10 +80,10 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //     by whoever sees the task cancelled with no run in flight (CancelTask,
 //     or the worker ending the run), and when the slot is freed: a job that
 //     can no longer run is never kept reachable.
-//   - ref: owner goroutine only. With eager cancel it is the index of the
-//     task's entry in the heap (noIndex when it has none); with lazy cancel
-//     it is the tag of the task's current heap entry, and entries whose tag
-//     differs are tombstones (eager.go, lazy.go).
+//   - ref: owner goroutine only, and the cancel strategy's alone: nothing
+//     else reads or writes it. Eager cancel keeps its entry's position in
+//     the heap there (eager.place), lazy cancel the tag of its current entry
+//     (lazy.push). Both fit in the one field so that a slot stays 40 bytes.
 type task struct {
 	word atomic.Uint64
 	gen  atomic.Uint32
@@ -105,8 +105,8 @@ func (t *task) call(id TaskID) {
 }
 
 // cancel cancels the pending task of generation g, as CancelTask does, and
-// reports whether it did. A job that no run holds is let go at once; a run
-// in flight lets it go when it ends (runner.finish).
+// reports whether it did. A job that no run holds is cleared at once; a
+// run in flight clears it when it ends (runner.finish).
 func (t *task) cancel(g uint32) bool {
 	_, ok := t.changePending(g, 0, true)
 	return ok
@@ -139,7 +139,7 @@ func (t *task) changePending(g uint32, when int64, cancel bool) (uint64, bool) {
 		}
 		if t.word.CompareAndSwap(w, nw) {
 			if cancel && w&flagRunning == 0 {
-				t.release() // no run holds the job, and none can start now
+				t.clearJob() // no run holds the job, and none can start now
 			}
 			t.unlock(g)
 			return w, true
@@ -147,20 +147,20 @@ func (t *task) changePending(g uint32, when int64, cancel bool) (uint64, bool) {
 	}
 }
 
-// release drops the job so that the garbage collector can reclaim it and
+// clearJob clears the job so that the garbage collector can reclaim it and
 // everything it captures. The task's lock must be held.
-func (t *task) release() {
+func (t *task) clearJob() {
 	t.fn = nil
 	t.arg = nil
 }
 
-// releaseAt drops the job, as release does, if the slot still holds the
+// clearJobAt clears the job, as clearJob does, if the slot still holds the
 // task of generation g; it takes the task's lock. If the slot has been
-// freed since (and its job dropped then), it may hold a new task by now,
+// freed since (and its job cleared then), it may hold a new task by now,
 // whose job stays.
-func (t *task) releaseAt(g uint32) {
+func (t *task) clearJobAt(g uint32) {
 	if t.lock(g) {
-		t.release()
+		t.clearJob()
 		t.unlock(g)
 	}
 }
@@ -182,8 +182,8 @@ func unheld(w uint64) bool { return w&(flagOwned|flagRunning) == 0 }
 
 // genLocked is the top bit of a task's gen: set while someone holds the
 // task's lock. Callers that act on a task by ID (CancelTask, Reset) hold it
-// while they check the generation and change the word or drop the job;
-// whoever frees the slot holds it while it drops the job and moves the
+// while they check the generation and change the word or clear the job;
+// whoever frees the slot holds it while it clears the job and moves the
 // generation on. So a caller never changes a later task that reuses the
 // slot: its ID's generation no longer matches, and cannot start to match
 // while it holds the lock.
@@ -242,6 +242,3 @@ func backOff(spins int) {
 }
 
 const spinsBeforeYield = 4
-
-// noIndex marks a task that has no entry in an eager heap.
-const noIndex = math.MaxUint32

@@ -54,10 +54,10 @@ func TestRunEndLeavesTheJobOfATaskThatReusedTheSlot(t *testing.T) {
 	_, tk, _ := s.allocSlot()
 	g := tk.generation()
 	tk.arg = func() {}
-	require.True(t, s.slab.retire(tk)) // freed while the run was ending
-	tk.arg = func() {}                 // and handed out again
-	tk.releaseAt(g)
+	require.True(t, s.slab.freeTask(tk)) // freed while the run was ending
+	tk.arg = func() {}                   // and handed out again
+	tk.clearJobAt(g)
 	assert.NotNil(t, tk.arg, "the new task's job was dropped")
-	tk.releaseAt(tk.generation())
+	tk.clearJobAt(tk.generation())
 	assert.Nil(t, tk.arg, "the job of the task still in the slot is dropped")
 }

@@ -7,42 +7,42 @@ import (
 	"github.com/panjf2000/ants/v2"
 )
 
-// The firing path, from "due" to "running".
+// The runner: from "due" to "running".
 //
 // The owner appends due tasks to the run queue in deadline order and starts
-// drain runs on the pool: a run is one pool job that takes due tasks from
-// the queue, one at a time, and runs them until the queue is empty. At most
-// workers runs exist at once, so at most workers of the scheduler's jobs run
-// at once, and they start in deadline order.
+// drains on the pool: a drain is one pool job that takes due tasks from the
+// queue, one at a time, and runs their jobs until the queue is empty. At
+// most workers drains exist at once, so at most workers of the scheduler's
+// jobs run at once, and they start in deadline order.
 //
-// Why runs rather than one pool job per due task:
+// Why drains rather than one pool job per due task:
 //   - Nothing here ever waits inside ants. New's pool is non-blocking and
-//     WithPool accepts only non-blocking pools, so Submit either starts a run
-//     or refuses at once; a refused run is retried on the owner's own timer
-//     (owner.startRuns). The scheduler never depends on a wake-up from ants:
-//     ants v2 can lose the wake-up of a blocked Submit when one of its
-//     worker goroutines exits.
-//   - The scheduler counts its runs itself (runQueue.active). A run that ends
-//     abnormally (its job calls runtime.Goexit, or the panic handler panics)
-//     still leaves through its deferred exit (runner.endRun), which gives its
-//     place back and wakes the owner to start a replacement if work is left.
+//     WithPool accepts only non-blocking pools, so Submit either starts a
+//     drain or refuses at once; a refused drain is retried on the owner's
+//     own timer (owner.startDrains). The scheduler never depends on a
+//     wake-up from ants: ants v2 can lose the wake-up of a blocked Submit
+//     when one of its worker goroutines exits.
+//   - The scheduler counts its drains itself (runQueue.active). A drain that
+//     ends abnormally (its job calls runtime.Goexit, or the panic handler
+//     panics) still leaves through its deferred exit (runner.endDrain), which
+//     gives its place back and wakes the owner to start a replacement if
+//     work is left.
 //   - Handing a job to ants costs a lock, a channel send and a goroutine
-//     wake-up; a run takes its next job with one uncontended lock. Firing
-//     allocates nothing: the run function is made once, in New.
-//   - Slots of finished one-shots go back to the slab in batches, not one
-//     lock each.
+//     wake-up; a drain takes its next job with one uncontended lock. Firing
+//     allocates nothing: the drain function is made once, in New.
+//   - Slots of finished one-shots are freed in batches, not one lock each.
 //
-// Runs are started one at a time, the way the Go runtime wakes idle
-// processors: the owner starts a run only when no other run is starting
-// (submitted, but not yet holding a job), and a run that takes a job while
+// Drains are started one at a time, the way the Go runtime wakes idle
+// processors: the owner starts a drain only when no other drain is starting
+// (submitted, but not yet holding a job), and a drain that takes a job while
 // more wait behind it starts one helper before it runs that job. Jobs that
-// take long thus spread over up to workers runs, one start after another,
-// while a handful of short jobs is run by one or two runs rather than
-// waking a worker each, and the owner's Submit and the finishing runs do
+// take long thus spread over up to workers drains, one start after another,
+// while a handful of short jobs is run by one or two drains rather than
+// waking a worker each, and the owner's Submit and the finishing drains do
 // not fight over ants' lock.
 //
 // Jobs are taken one at a time, not in batches, so that a slow job never
-// holds back jobs queued behind it while another run could take them.
+// holds back jobs queued behind it while another drain could take them.
 
 // due is a task in the run queue, with the deadline it runs for.
 type due struct {
@@ -50,19 +50,19 @@ type due struct {
 	when int64
 }
 
-// runQueue holds the due tasks and counts the runs that drain it. mu
-// guards every field; the owner appends, runs take, and Shutdown closes.
+// runQueue holds the due tasks and counts the drains that take from it. mu
+// guards every field; the owner appends, drains take, and Shutdown closes.
 //
 // Invariants:
-//   - active is the number of runs submitted to the pool (or about to be)
+//   - active is the number of drains submitted to the pool (or about to be)
 //     that have not left; it never exceeds the scheduler's workers.
 //   - starting is the number of those that have not taken a job yet; it is
-//     0 or 1, since a run is started only while starting is 0.
-//   - A run leaves only when it finds the queue empty or closed, under mu,
-//     so a non-empty open queue always has a run that will take from it, or
-//     the owner knows to start one (claim).
-//   - refused is set while the pool refuses runs started by runs; they then
-//     leave starting more to the owner, which retries on its timer.
+//     0 or 1, since a drain is started only while starting is 0.
+//   - A drain leaves only when it finds the queue empty or closed, under mu,
+//     so a non-empty open queue always has a drain that will take from it,
+//     or the owner knows to start one (claim).
+//   - refused is set while the pool refuses drains started by drains; they
+//     then leave starting more to the owner, which retries on its timer.
 //   - idle is closed exactly once: when closed is set and active is 0.
 type runQueue struct {
 	mu       sync.Mutex
@@ -94,10 +94,10 @@ func (q *runQueue) put(batch []due) {
 	q.mu.Unlock()
 }
 
-// claim reserves one new run, for the owner, if jobs are queued, no run is
+// claim reserves one new drain, for the owner, if jobs are queued, no drain is
 // starting and fewer than limit are active. It clears refused: the owner
 // retries a refused pool on its own timer. It reports whether the caller
-// must submit a run.
+// must submit a drain.
 func (q *runQueue) claim() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -114,8 +114,8 @@ func (q *runQueue) claimLocked() bool {
 	return true
 }
 
-// unclaim gives back a claimed run that the pool refused, and tells runs
-// to leave retrying to the owner.
+// unclaim gives back a claimed drain that the pool refused, and tells
+// drains to leave retrying to the owner.
 func (q *runQueue) unclaim() {
 	q.mu.Lock()
 	q.active--
@@ -126,9 +126,9 @@ func (q *runQueue) unclaim() {
 }
 
 // next takes the oldest queued task; it reports false when there is none
-// or the queue is closed. first says that the run is taking its first job,
-// so it is no longer starting. helper reports that the caller must submit
-// one more run, claimed for it: jobs still wait behind this one.
+// or the queue is closed. first says that the drain is taking its first
+// job, so it is no longer starting. helper reports that the caller must
+// submit one more drain, claimed for it: jobs still wait behind this one.
 func (q *runQueue) next(first bool) (d due, ok, helper bool) {
 	q.mu.Lock()
 	if first {
@@ -149,8 +149,8 @@ func (q *runQueue) next(first bool) (d due, ok, helper bool) {
 	return d, true, helper
 }
 
-// leave ends a run that found the queue empty. It reports false, and the
-// run must go on, when work arrived in the meantime.
+// leave ends a drain that found the queue empty. It reports false, and the
+// drain must go on, when work arrived in the meantime.
 func (q *runQueue) leave() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -162,7 +162,7 @@ func (q *runQueue) leave() bool {
 	return true
 }
 
-// abandon ends a run that is leaving abnormally, its job having ended its
+// abandon ends a drain that is leaving abnormally, its job having ended its
 // goroutine. first says that it had not taken a job yet. It reports whether
 // jobs are left for a replacement.
 func (q *runQueue) abandon(first bool) bool {
@@ -177,7 +177,7 @@ func (q *runQueue) abandon(first bool) bool {
 }
 
 // takeAll empties the queue and returns what it held. With close set, the
-// queue is closed for good too: runs then leave after their current job.
+// queue is closed for good too: drains then leave after their current job.
 func (q *runQueue) takeAll(close bool) []due {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -190,7 +190,7 @@ func (q *runQueue) takeAll(close bool) []due {
 	return rest
 }
 
-// counts returns the queued tasks and the active runs.
+// counts returns the queued tasks and the active drains.
 func (q *runQueue) counts() (queued, active int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -222,40 +222,40 @@ func (q *runQueue) checkIdle() {
 	}
 }
 
-// runner starts drain runs and is what they run: it owns the run queue and
-// the pool. The owner puts due tasks in q and calls start; everything else
-// here runs on the pool's workers, one run per worker.
+// runner starts drains and is what they run: it owns the run queue and the
+// pool. The owner puts due tasks in q and calls start; everything else here
+// runs on the pool's workers, one drain per worker.
 type runner struct {
-	q     runQueue
-	pool  *ants.Pool
-	runFn func() // r.run, made once so that submitting a run allocates nothing
-	clock        // for lateness
-	slab  *slab
-	inbox *inbox // to wake the owner, and to see Shutdown (inbox.closed)
-	out   *outcomes
+	q       runQueue
+	pool    *ants.Pool
+	drainFn func() // r.drain, made once so that submitting a drain allocates nothing
+	clock          // for lateness
+	slab    *slab
+	inbox   *inbox // to wake the owner, and to see Shutdown (inbox.closed)
+	out     *outcomes
 
 	onPanic func(TaskID, any)
 	logger  *slog.Logger // nil: slog.Default(), as it is when a job panics
 }
 
-// start submits a drain run if jobs are queued and no run is starting;
-// runs start helpers themselves as they find more jobs waiting. The pool
+// start submits a drain if jobs are queued and no drain is starting;
+// drains start helpers themselves as they find more jobs waiting. The pool
 // never makes it wait: New's pool is non-blocking and WithPool accepts only
 // non-blocking pools. It returns the pool's error when the pool refused the
-// run; the owner retries on its timer, or drops the queue if the pool was
+// drain; the owner retries on its timer, or drops the queue if the pool was
 // released.
 func (r *runner) start() error {
 	if !r.q.claim() {
 		return nil
 	}
-	err := r.pool.Submit(r.runFn)
+	err := r.pool.Submit(r.drainFn)
 	if err != nil {
 		r.q.unclaim()
 	}
 	return err
 }
 
-// freeBatch collects slots freed by a run, to return them to the slab
+// freeBatch collects the slots a drain frees, to return them to the slab
 // under one lock per shard, freeBatchSize at a time at most.
 type freeBatch struct {
 	n     int
@@ -264,12 +264,12 @@ type freeBatch struct {
 
 const freeBatchSize = 64
 
-// run is a drain run, on a pool worker: it runs due jobs until the queue
-// is empty.
-func (r *runner) run() {
+// drain is the pool job, on a pool worker: it runs due jobs until the
+// queue is empty.
+func (r *runner) drain() {
 	var fb freeBatch
 	left, first := false, true
-	defer r.endRun(&fb, &left, &first)
+	defer r.endDrain(&fb, &left, &first)
 	for {
 		d, ok, helper := r.q.next(first)
 		first = false
@@ -284,25 +284,25 @@ func (r *runner) run() {
 		if helper {
 			r.startHelper()
 		}
-		r.runOne(d, &fb)
+		r.runJob(d, &fb)
 	}
 }
 
-// startHelper submits the run that next claimed, before the job that made
-// it needed runs. If the pool refuses, the owner takes over: it retries on
-// its timer, or drops the queue if the pool is gone. This run goes on
-// draining meanwhile.
+// startHelper submits the drain that next claimed, before the job that
+// made it needed runs. If the pool refuses, the owner takes over: it
+// retries on its timer, or drops the queue if the pool is gone. This drain
+// goes on meanwhile.
 func (r *runner) startHelper() {
-	if err := r.pool.Submit(r.runFn); err != nil {
+	if err := r.pool.Submit(r.drainFn); err != nil {
 		r.q.unclaim()
 		r.inbox.wakeOwner()
 	}
 }
 
-// endRun runs as a run ends, normally or not. A run whose job ended its
-// goroutine (runtime.Goexit, or a panic handler that panicked) gives its
+// endDrain runs as a drain ends, normally or not. A drain whose job ended
+// its goroutine (runtime.Goexit, or a panic handler that panicked) gives its
 // place back and wakes the owner to start a replacement for the work left.
-func (r *runner) endRun(fb *freeBatch, left, first *bool) {
+func (r *runner) endDrain(fb *freeBatch, left, first *bool) {
 	if *left {
 		return
 	}
@@ -312,9 +312,9 @@ func (r *runner) endRun(fb *freeBatch, left, first *bool) {
 	}
 }
 
-// runOne runs the due task d, unless it was cancelled while it waited or
-// the scheduler has shut down since.
-func (r *runner) runOne(d due, fb *freeBatch) {
+// runJob runs the job of the due task d, unless it was cancelled while it
+// waited or the scheduler has shut down since.
+func (r *runner) runJob(d due, fb *freeBatch) {
 	t := r.slab.at(d.slot)
 	defer r.finish(d.slot, t, fb)
 	if wordStatus(t.word.Load()) == statusCancelled {
@@ -332,7 +332,7 @@ func (r *runner) runOne(d due, fb *freeBatch) {
 
 // call runs t's job, recovering a panic so that neither the worker nor the
 // scheduler goes down with it. A panic handler that panics itself ends the
-// run (runs leave through endRun) and reaches the pool's own handler.
+// drain (drains leave through endDrain) and reaches the pool's own handler.
 func (r *runner) call(id TaskID, t *task) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -352,7 +352,7 @@ func (r *runner) call(id TaskID, t *task) {
 
 // finish ends a run of the task in slot: it clears the running flag and, if
 // the owner has let go of the slot too, frees it. A repeating task that
-// was cancelled while this run was in flight lets its job go here.
+// was cancelled while this run was in flight has its job cleared here.
 func (r *runner) finish(slot uint32, t *task, fb *freeBatch) {
 	g := t.generation() // the run's: the slot cannot be freed before letGo
 	nw := t.letGo(flagRunning)
@@ -365,7 +365,7 @@ func (r *runner) finish(slot uint32, t *task, fb *freeBatch) {
 		return
 	}
 	if wordStatus(nw) == statusCancelled {
-		t.releaseAt(g)
+		t.clearJobAt(g)
 	}
 }
 
@@ -384,11 +384,11 @@ func (r *runner) flushFreed(fb *freeBatch) {
 // dropQueued drops every queued job: the pool they were to run on is gone.
 func (r *runner) dropQueued() { r.dropDue(r.q.takeAll(false)) }
 
-// close closes the run queue at Shutdown and drops the jobs no run has
+// close closes the run queue at Shutdown and drops the jobs no drain has
 // taken.
 func (r *runner) close() { r.dropDue(r.q.takeAll(true)) }
 
-// dropDue releases due tasks that will never run, counting each in
+// dropDue lets go of due tasks that will never run, counting each in
 // Stats.Dropped unless it was cancelled.
 func (r *runner) dropDue(ds []due) {
 	var fb freeBatch
