@@ -80,6 +80,53 @@ func TestDeadlineInsideTheJobIsTheInstantItCameDue(t *testing.T) {
 	})
 }
 
+// Inside a repeating task's job, the deadline is the next run's: the
+// owner moved it on when it handed this run over.
+func TestDeadlineInsideARepeatingJobIsTheNextRun(t *testing.T) {
+	schedtest.EachStrategy(t, 1, func(t *testing.T, s *schedule.Scheduler) {
+		start := time.Now()
+		got := make(chan time.Time, 1)
+		_, err := s.ScheduleWith(func(id schedule.TaskID, _ any) {
+			if at, ok := s.Deadline(id); ok {
+				select {
+				case got <- at:
+				default:
+				}
+			}
+		}, nil, 100*time.Millisecond)
+		require.NoError(t, err)
+		schedtest.Advance(100 * time.Millisecond)
+		require.Len(t, got, 1)
+		assert.Equal(t, start.Add(200*time.Millisecond), <-got)
+	})
+}
+
+// A one-shot's job that was already running when Shutdown came still learns
+// the instant it came due.
+func TestDeadlineInsideAJobRunningAtShutdownIsTheInstantItCameDue(t *testing.T) {
+	schedtest.EachStrategy(t, 1, func(t *testing.T, s *schedule.Scheduler) {
+		start := time.Now()
+		shutDown := make(chan struct{})
+		type seen struct {
+			at time.Time
+			ok bool
+		}
+		got := make(chan seen, 1)
+		_, err := s.ScheduleOneWith(func(id schedule.TaskID, _ any) {
+			<-shutDown
+			at, ok := s.Deadline(id)
+			got <- seen{at, ok}
+		}, nil, time.Second)
+		require.NoError(t, err)
+		schedtest.Advance(time.Second) // the job is running, and waits
+		s.Shutdown()
+		close(shutDown)
+		schedtest.Advance(0)
+		require.Len(t, got, 1)
+		assert.Equal(t, seen{start.Add(time.Second), true}, <-got)
+	})
+}
+
 func TestDeadlineReportsFalseForTasksThatAreNotDue(t *testing.T) {
 	schedtest.EachStrategy(t, 1, func(t *testing.T, s *schedule.Scheduler) {
 		cancelled, err := s.ScheduleOne(nop, time.Minute)

@@ -182,12 +182,20 @@ func TestStatsSnapshotsStayConsistentUnderLoad(t *testing.T) {
 					}
 				})
 			}
+			var lastSum time.Duration
 			for range 20_000 {
 				stats := s.Stats()
+				var started uint64
+				for _, n := range stats.Lateness {
+					started += n
+				}
 				if !assert.GreaterOrEqual(t, stats.Scheduled, uint64(stats.Pending)+stats.Cancelled+stats.Dropped, "%+v", stats) ||
-					!assert.GreaterOrEqual(t, stats.Fired, stats.Panics) {
+					!assert.GreaterOrEqual(t, stats.Fired, stats.Panics) ||
+					!assert.GreaterOrEqual(t, stats.Fired, started, "every start in the histogram is counted in Fired") ||
+					!assert.GreaterOrEqual(t, stats.LatenessSum, lastSum, "the lateness sum only grows") {
 					break
 				}
+				lastSum = stats.LatenessSum
 			}
 			close(stop)
 			wg.Wait()

@@ -161,10 +161,11 @@ func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay
 
 // ScheduleAt runs job once, at the instant at: ScheduleOne for a deadline
 // already known as a time, such as a lease's expiry or a message's
-// not-after. The deadline is fixed when ScheduleAt is called, on the
-// monotonic clock when at carries a monotonic reading (as time.Now and its
-// Add do) and on the wall clock otherwise; a later change of the wall clock
-// does not move it, as with time.Until. An instant now or in the past, the
+// not-after. It is ScheduleOne(job, time.Until(at)): the delay is reckoned
+// when ScheduleAt is called, on the monotonic clock when at carries a
+// monotonic reading (as time.Now and its Add do) and against the wall clock
+// of that moment otherwise; a later change of the wall clock does not move
+// the deadline. An instant now or in the past, the
 // zero Time included, runs job as soon as a worker is free; one more than
 // about 18 years after New is accepted, and the job never comes due.
 //
@@ -173,7 +174,7 @@ func (s *Scheduler) ScheduleAt(job func(), at time.Time) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(nil, job, s.deadlineAt(at), 0)
+	return s.add(nil, job, s.deadline(time.Until(at)), 0)
 }
 
 // ScheduleAtWith is ScheduleAt for a job that receives its own TaskID and a
@@ -183,7 +184,7 @@ func (s *Scheduler) ScheduleAtWith(job func(id TaskID, arg any), arg any, at tim
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(job, arg, s.deadlineAt(at), 0)
+	return s.add(job, arg, s.deadline(time.Until(at)), 0)
 }
 
 // Schedule runs job every interval, the first time interval from now. Runs
@@ -283,24 +284,33 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 }
 
 // Deadline returns the instant at which task id is due. For a pending task
-// it is the next deadline, as Reset last set it; for a one-shot that has
+// it is the next deadline, as Reset last set it; inside a repeating task's
+// job, that is the deadline of the task's next run. For a one-shot that has
 // come due and whose job waits for a worker or is running, it is the
 // deadline it came due at, so a job of ScheduleOneWith can learn, from
-// inside, the instant it was due. It reports false for a task that is
-// cancelled or finished, for an unknown ID or 0, for an ID of another
-// Scheduler, and after Shutdown. A deadline too far out to represent is
-// reported as about 18 years after New.
+// inside, the instant it was due; this holds after Shutdown too, for a job
+// that was already running. It reports false for a task that is cancelled
+// or finished, for an unknown ID or 0, for an ID of another Scheduler, and
+// for a pending task after Shutdown. The instant is reckoned from the
+// monotonic clock, as the deadline is: a change of the wall clock since
+// the task was scheduled does not shift it. A deadline too far out to
+// represent is reported as about 18 years after New.
 func (s *Scheduler) Deadline(id TaskID) (time.Time, bool) {
 	t := s.slab.lookup(id)
-	if t == nil || s.IsShutdown() || !t.lock(id.gen()) {
+	if t == nil || !t.lock(id.gen()) {
 		return time.Time{}, false
 	}
 	w := t.word.Load()
 	t.unlock(id.gen())
-	if wordStatus(w) == statusCancelled {
+	switch wordStatus(w) {
+	case statusCancelled:
 		return time.Time{}, false
+	case statusPending:
+		if s.IsShutdown() {
+			return time.Time{}, false // Shutdown dropped it
+		}
 	}
-	return s.epoch.Add(time.Duration(wordWhen(w))), true
+	return time.Now().Add(time.Duration(wordWhen(w) - s.now())), true
 }
 
 // Len returns the number of pending tasks: one-shot tasks that have not
@@ -391,18 +401,6 @@ func (s *Scheduler) deadline(delay time.Duration) int64 {
 		return never
 	}
 	return now + int64(delay)
-}
-
-// deadlineAt converts an instant into a deadline, clamped to [now, never].
-// Sub takes the monotonic readings of at and the epoch when both have one,
-// and saturates rather than overflows.
-func (s *Scheduler) deadlineAt(at time.Time) int64 {
-	now := s.now()
-	when := int64(at.Sub(s.epoch))
-	if when <= now {
-		return now
-	}
-	return min(when, never)
 }
 
 // add allocates a task for job fn(id, arg) (fn nil: arg is a func()), due

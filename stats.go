@@ -65,8 +65,10 @@ type Stats struct {
 	// LatenessSum is the total lateness of the starts counted in Lateness
 	// (read after it, so it may include a few starts more). Like
 	// sql.DBStats.WaitDuration it is a count of nanoseconds in an int64: it
-	// wraps around after 292 years of lateness in all (292 years of a
-	// thousand starts a second, each a millisecond late).
+	// wraps around once 2^63 ns (292 years) of lateness are summed. That is
+	// 292 years at a thousand starts a second, each a millisecond late, but
+	// about a day at a hundred thousand a second, each a second late;
+	// Prometheus reads a wrap as a counter reset.
 	LatenessSum time.Duration
 }
 

@@ -107,8 +107,8 @@ func ExampleDetector_Wrap() {
 		panic(err)
 	}
 	defer c.Close()
-	_, _ = c.Write([]byte("hello"))
 	sent := time.Now()
+	_, _ = c.Write([]byte("hello"))
 	_, err = c.Read(make([]byte, 1)) // until the server closes the connection
 	fmt.Println("closed by the server:", err != nil)
 	fmt.Println("after the timeout:", time.Since(sent) >= 100*time.Millisecond)
@@ -166,8 +166,8 @@ func ExampleDetector_WatchOf() {
 		panic(err)
 	}
 	defer c.Close()
-	_, _ = c.Write([]byte{2}) // silent for 200 ms at most
 	sent := time.Now()
+	_, _ = c.Write([]byte{2})   // silent for 200 ms at most
 	reply, err := io.ReadAll(c) // until the server closes the connection
 	fmt.Printf("reply: %q, err: %v\n", reply, err)
 	fmt.Println("after the client's timeout:", time.Since(sent) >= 200*time.Millisecond)

@@ -89,8 +89,11 @@ type Monitor[K comparable] struct {
 	seed      maphash.Seed
 	fire      func(schedule.TaskID, any) // m.onDeadline, made once
 	closed    atomic.Bool                // set by Close, before it empties the shards
-	expiries  counter                    // calls of expired (stats.go)
 	shards    [shardCount]shard[K]
+	// expiries counts calls of expired (stats.go). It comes after the
+	// shards so that its updates, many at once when a partition silences
+	// many keys, do not share a cache line with the fields every Beat reads.
+	expiries counter
 }
 
 // shard is one part of the key index; mu guards it. A key is watched
@@ -328,8 +331,10 @@ func (m *Monitor[K]) Deadline(key K) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	// A task ID is never reused, so reading it outside the lock is safe: if
-	// the watch ended meanwhile, the task is finished or cancelled and this
-	// reports false.
+	// the watch ended meanwhile by Forget or Close, its task is cancelled and
+	// this reports false; if it expired, its job is under way and this
+	// reports the deadline that passed, as it does for a key whose expiry
+	// waits for a worker.
 	return m.s.Deadline(id)
 }
 

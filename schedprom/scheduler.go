@@ -46,8 +46,9 @@ const (
 
 // NewCollector returns a collector of s's metrics (see the package
 // documentation for the list). Each Collect reads one s.Stats snapshot and
-// changes nothing: any number of registries and scrapers may read s at
-// once, each seeing every count. A Collect adds nothing to s's hot paths:
+// resets nothing: any number of registries and scrapers may read s at
+// once, each seeing every count. (Reading Stats may wake the owner to apply
+// requests waiting in its inbox, which counts in owner_wakeups_total.) A Collect adds nothing to s's hot paths:
 // it reads atomic counters, takes the run queue's lock once (as a job
 // start does), and allocates only on the scraping goroutine.
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-schedule/schedule"
+	"github.com/go-schedule/schedule/heartbeat"
 	"github.com/go-schedule/schedule/schedprom"
 )
 
@@ -182,6 +183,7 @@ func TestBadArgumentsFailRegister(t *testing.T) {
 	}{
 		"nil scheduler":   {schedprom.NewCollector(nil), schedprom.ErrNilScheduler},
 		"nil monitor":     {schedprom.NewMonitorCollector(nil), schedprom.ErrNilSource},
+		"nil *Monitor":    {schedprom.NewMonitorCollector((*heartbeat.Monitor[string])(nil)), schedprom.ErrNilSource},
 		"nil keep-alive":  {schedprom.NewKeepAliveCollector(nil), schedprom.ErrNilSource},
 		"nil idle source": {schedprom.NewIdleCollector(nil), schedprom.ErrNilSource},
 	} {

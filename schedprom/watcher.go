@@ -1,6 +1,10 @@
 package schedprom
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"reflect"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Watcher is what the heartbeat and MQTT keep-alive collectors read: the
 // keys watched now and the watches that expired so far. A
@@ -44,7 +48,7 @@ func NewKeepAliveCollector(k Watcher, opts ...Option) prometheus.Collector {
 }
 
 func newWatcherCollector(w Watcher, prefix, watchedHelp, expiredHelp string, opts []Option) prometheus.Collector {
-	if w == nil {
+	if isNil(w) {
 		return invalid(ErrNilSource)
 	}
 	o := newOptions(opts)
@@ -64,4 +68,15 @@ func newWatcherCollector(w Watcher, prefix, watchedHelp, expiredHelp string, opt
 			send(ch, vs, &st)
 		},
 	}
+}
+
+// isNil reports whether w is nil, or a nil pointer in a Watcher: a nil
+// *heartbeat.Monitor passed as a Watcher is not == nil, and would make
+// every scrape of the registry fail rather than Register this one.
+func isNil(w Watcher) bool {
+	if w == nil {
+		return true
+	}
+	v := reflect.ValueOf(w)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
