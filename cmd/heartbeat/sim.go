@@ -255,10 +255,12 @@ type sim struct {
 	period  int64
 	nSilent int
 
-	// allSilent is closed once every silent device has stopped, and stop
+	// allSilent is closed once every silent device has stopped, allDead
+	// once the expired function has been called nSilent times, and stop
 	// when the drivers are to stop.
 	silenced  atomic.Int64
 	allSilent chan struct{}
+	allDead   chan struct{}
 	stop      chan struct{}
 
 	drivers   []driverStats
@@ -423,9 +425,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	s.nSilent = nSilent
 	s.allSilent = make(chan struct{})
+	s.allDead = make(chan struct{})
 	s.stop = make(chan struct{})
 	if nSilent == 0 {
 		close(s.allSilent)
+		close(s.allDead)
 	}
 
 	res.HeartbeatsStarted = true
@@ -478,10 +482,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// passed, the owner or a worker has yet to act. Let them land, for
 		// at most a timeout, so that Len counts the live devices only; a
 		// watch that outlasts this wait is a failure the report shows.
-		live := cfg.Devices - nSilent
-		for wait := time.Duration(0); mon.Len() > live && wait < cfg.Timeout; wait += time.Millisecond {
-			time.Sleep(time.Millisecond)
+		wait := time.NewTimer(cfg.Timeout)
+		select {
+		case <-s.allDead:
+		case <-wait.C:
 		}
+		wait.Stop()
 	}
 	res.Stats = sched.Stats()
 	res.WatchedEnd = mon.Len()
@@ -561,7 +567,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (s *sim) declaredDead(i int32) {
 	d := &s.devs[i]
 	now := s.now()
-	s.dead.Add(1)
+	if s.dead.Add(1) == int64(s.nSilent) {
+		close(s.allDead) // every watch but the live devices' has ended
+	}
 	if d.timeouts.Add(1) > 1 {
 		s.dups.Add(1)
 		return
