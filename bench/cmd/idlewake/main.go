@@ -190,7 +190,7 @@ func child(mode string, n int, window time.Duration) error {
 	secs := time.Since(t0).Seconds()
 	r := result{
 		CtxSwPerSec:   float64(u1.ctxsw-u0.ctxsw) / secs,
-		CPUMsPerSec:   float64((u1.cpu - u0.cpu).Milliseconds()) / secs,
+		CPUMsPerSec:   float64(u1.cpu-u0.cpu) / float64(time.Millisecond) / secs,
 		WindowSeconds: secs,
 	}
 	if s != nil {
