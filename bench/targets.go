@@ -211,14 +211,7 @@ func (r *report) targetsTable() string {
 
 // indicativeWhy explains why verdicts are only indicative.
 func (r *report) indicativeWhy() string {
-	what := fmt.Sprintf("%d repetition", r.Count)
-	if r.Count != 1 {
-		what += "s"
-	}
-	if r.Quick {
-		what += " at CI sizes"
-	}
-	return fmt.Sprintf("%s on a machine that may be shared; a ratio can move by tens of percent between runs, so judge the targets on a full run (%d repetitions or more)", what, minJudgedCount)
+	return fmt.Sprintf("%s on a machine that may be shared; a ratio can move by tens of percent between runs, so judge the targets on a full run (%d repetitions or more)", r.shortWhy(), minJudgedCount)
 }
 
 // verdictLine is the last line a run prints: how many of go-schedule's
