@@ -1,0 +1,122 @@
+// Package presence records which devices are online, and at which gateway
+// node, for a whole fleet of gateways, in NATS JetStream key-value buckets.
+//
+// Each gateway keeps its devices' heartbeats local (heartbeat.Monitor on a
+// go-schedule scheduler); only state changes reach the engine: a device
+// that says hello is recorded online, a device that goes silent, closes its
+// connection or is shut down with its node is recorded offline, and the
+// devices of a node that dies are recorded offline by another node.
+//
+// # Buckets, keys and values
+//
+// Two buckets, named from Config.Prefix (default "presence"):
+//
+//   - "<prefix>-devices" holds one record per device, history 1, no TTL.
+//     Its key is the device id escaped reversibly into the characters a
+//     key may hold (EncodeKey): letters, digits and '-' stay, every other
+//     byte becomes '_' and two upper-case hex digits ("a.b" is "a_2Eb").
+//     The value is JSON:
+//
+//     {"state":"online","node":"gw1","reason":"connect","epoch":"1f0c…","conn":17,"at":"2026-…Z"}
+//
+//     state is online or offline; reason is connect, timeout, closed,
+//     shutdown or node_lost; node is where the device is (online) or was
+//     last (offline; for node_lost the lost node); epoch and conn name the
+//     connection: the node's lifetime and a counter within it. The record's
+//     revision (the stream sequence) increases with every write to the key
+//     and is the order consumers go by.
+//   - "<prefix>-nodes" holds one lease per live node, keyed by the node id
+//     ([A-Za-z0-9_-], 1–64 characters), value {"epoch":"1f0c…"}. Each key
+//     has a TTL of the node's lease (whole seconds, at least 1 s) and is
+//     refreshed every third of it by a publish carrying Nats-TTL and
+//     Nats-Expected-Last-Subject-Sequence, so that a refresh never revives
+//     a lease that expired or was taken over. The bucket keeps an expiry
+//     marker for an hour (LimitMarkerTTL).
+//
+// # Who writes what
+//
+// Every write to a device record compares and sets by revision:
+//
+//   - Online (Node.Connect): read the record, then Create or Update it at
+//     the revision read; on a conflict read again and retry. The last
+//     writer wins, so the newest connection is the one recorded. If the
+//     record was online at another node, that node is told on the core
+//     subject "<prefix>.kick.<node>" to close its connection; on the same
+//     node the old connection is closed at once.
+//   - Offline (Conn.Offline): Update at the revision of this connection's
+//     own online write. Any later write (a newer connection anywhere, a
+//     reaper) changed the revision, so the update fails and nothing is
+//     recorded: a stale timer can never override a newer online.
+//   - node_lost (reaping): a scan of all records, then, for each online
+//     record of a node that holds no lease, Update at the revision scanned.
+//     Several reapers at once each try the same revision; one wins, the
+//     others fail and record nothing, so each device is recorded once.
+//
+// A write whose acknowledgement was lost is retried; a retry that finds
+// the record already showing this connection's own write takes it as done.
+//
+// # Node leases, reaping and reconcile
+//
+// A node registers by creating its lease key with a fresh random epoch.
+// Every live node watches the nodes bucket: the expiry marker of a lease
+// (a purge entry with reason MaxAge) is the fast path that starts a reap.
+// Markers are not a guarantee (a watcher stalls for tens of seconds when
+// its server dies; a marker disappears after LimitMarkerTTL), so every
+// node also lists the nodes bucket once per lease and reaps for any node
+// that was live at the last listing and is gone now, and the live node
+// with the smallest id scans all records every Config.ScanEvery and reaps
+// every online record whose node holds no lease. A killed node's devices
+// are thus recorded node_lost within one lease plus a scan by the fast
+// path, two leases plus a scan by the listing.
+//
+// A scan reads the records first and the leases after, so that a node that
+// registered and recorded devices during the scan is seen live.
+//
+// A node restarted with the same id finds its predecessor's lease, takes it
+// over with its own epoch (compare-and-set on the lease's revision) and,
+// one lease later, records node_lost for each record still online at its
+// id under an older epoch: the devices that did not come back meanwhile.
+// Other nodes leave the records of a node that holds a lease alone.
+//
+// # A node cut off from the engine
+//
+// A node that has had no lease refresh acknowledged for a whole lease no
+// longer knows whether it is live, so it holds every write (hellos wait)
+// until it knows. If a refresh then succeeds, nothing was lost and the
+// writes go on. If the refresh fails on the expected sequence, its lease
+// expired or was taken over, and others may have recorded its devices
+// node_lost: it closes all its connections and records nothing for them,
+// reaps its own old epoch itself (the only reaper of a one-node fleet; a
+// compare-and-set with any other reaper), and registers again under a
+// new epoch. Its devices reconnect as new connections.
+//
+// # Records of devices offline for months
+//
+// They stay: one record per device, history 1, about 150 bytes, the
+// device's last known state, which is what an operator asks for. Prune
+// removes offline records older than a given time, by compare-and-set, so
+// a device that came online meanwhile keeps its record.
+//
+// # What each guarantee costs the engine
+//
+//   - A heartbeat: nothing.
+//   - An online: one read and one write (two round trips); a move adds one
+//     core message to the old node.
+//   - An offline: one write.
+//   - A live node: one lease write per third of a lease, delivered to every
+//     node's watch (n² deliveries for n nodes), and one listing of the
+//     nodes bucket (n entries) per lease.
+//   - The reconcile scan: every record once per ScanEvery, by one node.
+//   - A node lost: one scan by each live node and one write per device.
+//
+// # Plugging it in
+//
+// The package depends on go-schedule's root module and NATS only. The
+// integrations are calls a gateway makes from what it has: a
+// heartbeat.Monitor expiry callback calls Conn.Offline(ReasonTimeout) and
+// closes the connection; a gnetidle idle handler does the same; an MQTT
+// broker hook calls Node.Connect when a session is established and
+// Conn.Offline when it ends. The Examples show each with the smallest
+// stable part of heartbeat (New, Beat, Forget). Keeping mochi and gnet out
+// of this package means a user of presence downloads neither.
+package presence
