@@ -25,6 +25,7 @@
 //     connection: the node's lifetime and a counter within it. The record's
 //     revision (the stream sequence) increases with every write to the key
 //     and is the order consumers go by.
+//
 //   - "<prefix>-nodes" holds one lease per live node, keyed by the node id
 //     ([A-Za-z0-9_-], 1–64 characters), value {"epoch":"1f0c…"}. Each key
 //     has a TTL of the node's lease (whole seconds, at least 1 s) and is
