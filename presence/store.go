@@ -51,6 +51,35 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, prefix string, repli
 	return st, nil
 }
 
+// BindStore binds to the buckets named by prefix (empty: DefaultPrefix)
+// without creating them: a consumer that starts before any gateway must
+// not decide the buckets' replicas. It returns ErrNoBuckets while they are
+// missing, ErrNilJetStream, or the engine's error.
+func BindStore(ctx context.Context, js jetstream.JetStream, prefix string) (*Store, error) {
+	if js == nil {
+		return nil, ErrNilJetStream
+	}
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	st := &Store{js: js, prefix: prefix}
+	var err error
+	if st.devices, err = js.KeyValue(ctx, prefix+"-devices"); err == nil {
+		st.nodes, err = js.KeyValue(ctx, prefix+"-nodes")
+	}
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, ErrNoBuckets
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// ErrNoBuckets is returned by BindStore while no node has created the
+// buckets.
+var ErrNoBuckets = errors.New("presence: the buckets do not exist yet")
+
 // bucket binds to cfg's bucket, creating it if it is missing. Two nodes
 // that start at once may both try to create it; the loser binds.
 func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
@@ -104,12 +133,33 @@ func (st *Store) get(ctx context.Context, device, key string) (Record, bool, err
 // engine restarts after a stall) may skip intermediate records of a
 // device, never its latest. replayed may be nil.
 func (st *Store) Watch(ctx context.Context, fn func(Record), replayed func(n int)) error {
+	seen := make(map[string]uint64) // key → last revision given to fn
+	first := true
+	for {
+		err := st.watchOnce(ctx, seen, fn, func(n int) {
+			if first && replayed != nil {
+				replayed(n)
+			}
+			first = false
+		})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !errors.Is(err, errWatchEnded) {
+			return err
+		}
+		// The engine ended the watcher (its connection closed for good):
+		// start another; seen skips what was given already.
+	}
+}
+
+// watchOnce runs one engine watcher for Watch.
+func (st *Store) watchOnce(ctx context.Context, seen map[string]uint64, fn func(Record), replayed func(n int)) error {
 	w, err := st.devices.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return err
 	}
 	defer func() { _ = w.Stop() }()
-	seen := make(map[string]uint64) // key → last revision given to fn
 	n, replaying := 0, true
 	for {
 		select {
@@ -117,13 +167,10 @@ func (st *Store) Watch(ctx context.Context, fn func(Record), replayed func(n int
 			return ctx.Err()
 		case e, ok := <-w.Updates():
 			if !ok {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
 				return errWatchEnded
 			}
 			if e == nil {
-				if replaying && replayed != nil {
+				if replaying {
 					replayed(n)
 				}
 				replaying = false
