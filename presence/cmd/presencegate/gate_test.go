@@ -51,7 +51,8 @@ func TestEmbeddedGatePrintsItsNatsURLAndRecordsADevice(t *testing.T) {
 	w := watcher(t, url)
 	hello(t, addr, "a.b*>:/#$%")
 	recs := w.waitRecords(t, "a.b*>:/#$%", 1, 5*time.Second)
-	assert.Equal(t, watchLine{Device: "a.b*>:/#$%", State: "online", Node: "local", Reason: "connect", Rev: recs[0].Rev}, recs[0])
+	assert.Equal(t, []string{"online", "local", "connect"}, []string{recs[0].State, recs[0].Node, recs[0].Reason})
+	assert.NotZero(t, recs[0].Rev)
 }
 
 func TestBadFirstLinesGetERRAndRecordNothing(t *testing.T) {

@@ -24,6 +24,9 @@ type proc struct {
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	lines  []string
+	at     []time.Time // when each line came
+	parsed int         // lines parsed into byDev
+	byDev  map[string][]watchLine
 	more   chan struct{} // closed and replaced on every line
 	done   chan struct{} // closed when stdout ends
 	stderr strings.Builder
@@ -72,6 +75,7 @@ func (p *proc) read(r io.Reader) {
 	for sc.Scan() {
 		p.mu.Lock()
 		p.lines = append(p.lines, sc.Text())
+		p.at = append(p.at, time.Now())
 		close(p.more)
 		p.more = make(chan struct{})
 		p.mu.Unlock()
@@ -190,12 +194,13 @@ func (d *tdev) closedWithin(within time.Duration) bool {
 
 // watchLine is a device line of presencewatch.
 type watchLine struct {
-	Device   string `json:"device"`
-	State    string `json:"state"`
-	Node     string `json:"node"`
-	Reason   string `json:"reason"`
-	Rev      uint64 `json:"rev"`
-	Replayed *int   `json:"replayed"`
+	Device   string    `json:"device"`
+	State    string    `json:"state"`
+	Node     string    `json:"node"`
+	Reason   string    `json:"reason"`
+	Rev      uint64    `json:"rev"`
+	Replayed *int      `json:"replayed"`
+	at       time.Time // when presencewatch printed it
 }
 
 // watcher runs presencewatch on url and waits for its replayed line.
@@ -211,15 +216,18 @@ func (p *proc) records(t *testing.T, device string) []watchLine {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []watchLine
-	for _, l := range p.lines {
+	if p.byDev == nil {
+		p.byDev = make(map[string][]watchLine)
+	}
+	for ; p.parsed < len(p.lines); p.parsed++ {
 		var w watchLine
-		require.NoError(t, json.Unmarshal([]byte(l), &w), l)
-		if w.Replayed == nil && w.Device == device {
-			out = append(out, w)
+		require.NoError(t, json.Unmarshal([]byte(p.lines[p.parsed]), &w), p.lines[p.parsed])
+		if w.Replayed == nil {
+			w.at = p.at[p.parsed]
+			p.byDev[w.Device] = append(p.byDev[w.Device], w)
 		}
 	}
-	return out
+	return append([]watchLine(nil), p.byDev[device]...)
 }
 
 // waitRecords waits until device has n lines and returns them.
