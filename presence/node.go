@@ -98,6 +98,8 @@ func (n *Node) kickSubject(node string) string { return n.cfg.Prefix + ".kick." 
 
 func (n *Node) leaseSubject() string { return "$KV." + n.cfg.Prefix + "-nodes." + n.cfg.Node }
 
+func (n *Node) deviceSubject(key string) string { return "$KV." + n.cfg.Prefix + "-devices." + key }
+
 func newEpoch() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
@@ -226,7 +228,9 @@ func (n *Node) leaseLoop() {
 			n.setLive(true)
 			n.mu.Unlock()
 		case isConflict(err):
-			n.lost(epoch)
+			if !n.stillHeld(epoch) {
+				n.lost(epoch)
+			}
 		default:
 			n.mu.Lock()
 			if n.live && time.Since(n.leaseOK) >= n.cfg.Lease {
@@ -237,6 +241,28 @@ func (n *Node) leaseLoop() {
 		}
 		t.Reset(every)
 	}
+}
+
+// stillHeld checks a refresh that failed on its expected revision: if the
+// lease still names epoch, an earlier refresh whose acknowledgement was
+// lost (sent while reconnecting) landed after all, and the lease is held
+// at its revision.
+func (n *Node) stillHeld(epoch string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Lease/3)
+	defer cancel()
+	e, err := n.nodes.Get(ctx, n.cfg.Node)
+	if err != nil {
+		return !errors.Is(err, jetstream.ErrKeyNotFound) // unknown: ask again next round
+	}
+	l, ok := decodeLease(e.Value())
+	if !ok || l.Epoch != epoch {
+		return false
+	}
+	n.mu.Lock()
+	n.leaseRev = e.Revision() // leaseOK stays: when that write landed is unknown
+	n.mu.Unlock()
+	signal(n.wake) // refresh at once from the right revision
+	return true
 }
 
 // lost handles the loss of the lease of epoch: every connection of it is

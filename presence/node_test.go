@@ -417,3 +417,30 @@ func TestPruneRemovesOnlyOfflineRecordsOlderThanTheCutoff(t *testing.T) {
 	_, err = n.Lookup(ctx(t), "here")
 	assert.NoError(t, err)
 }
+
+// A kick sent while the old node was disconnected is lost; back, the node
+// checks its connections against their records and ends the one that
+// moved.
+func TestNodeBackFromADisconnectEndsConnectionsThatMovedMeanwhile(t *testing.T) {
+	url := startServer(t)
+	p, via := startProxy(t, url)
+	a, err := presence.Open(ctx(t), dial(t, via), presence.Config{Node: "gwA", Lease: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = a.Close(context.Background()) })
+	b := openNode(t, url, "gwB")
+	e := newEnds()
+	_, err = a.Connect(ctx(t), "dev", e.fn("dev"))
+	require.NoError(t, err)
+	p.cut()
+	_, err = b.Connect(ctx(t), "dev", nil)
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond) // the kick is gone by now
+	assert.Empty(t, e.of("dev"))
+	p.heal()
+	eventually(t, 15*time.Second, func() bool { return len(e.of("dev")) == 1 }, "the moved connection is ended")
+	assert.ErrorIs(t, e.of("dev")[0], presence.ErrSuperseded)
+	r, err := b.Lookup(ctx(t), "dev")
+	require.NoError(t, err)
+	assert.Equal(t, "gwB", r.Node)
+	assert.Equal(t, presence.Online, r.State)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,26 +23,62 @@ func (n *Node) reap(ctx context.Context, dead func(r *Record, live map[string]st
 	if err != nil {
 		return 0, err
 	}
-	reaped := 0
+	var batch []*Record
 	for i := range recs {
-		r := &recs[i]
-		if r.State != Online || !dead(r, live) {
-			continue
+		if r := &recs[i]; r.State == Online && dead(r, live) {
+			batch = append(batch, r)
 		}
-		rec := Record{State: Offline, Node: r.Node, Reason: ReasonNodeLost, Epoch: r.Epoch, Conn: r.Conn, At: time.Now().UTC()}
-		_, err := n.devices.Update(ctx, EncodeKey(r.Device), rec.encode(), r.Rev)
-		if isConflict(err) {
-			continue
-		}
+	}
+	reaped := 0
+	for len(batch) > 0 {
+		k := min(len(batch), reapBatch)
+		done, err := n.reapBatch(ctx, batch[:k])
+		reaped += done
 		if err != nil {
 			return reaped, err
 		}
-		reaped++
+		batch = batch[k:]
 	}
 	if reaped > 0 {
 		n.log.Info("recorded devices node_lost", "devices", reaped)
 	}
 	return reaped, nil
+}
+
+// reapBatch bounds the node_lost writes in flight at once: enough to
+// record tens of thousands of devices in a second or two, few enough not
+// to stall the connection's asynchronous publisher.
+const reapBatch = 1024
+
+// reapBatch writes node_lost for each of recs, all in flight at once, each
+// compared with the revision scanned, and reports how many it recorded.
+func (n *Node) reapBatch(ctx context.Context, recs []*Record) (int, error) {
+	futures := make([]jetstream.PubAckFuture, 0, len(recs))
+	var firstErr error
+	for _, r := range recs {
+		rec := Record{State: Offline, Node: r.Node, Reason: ReasonNodeLost, Epoch: r.Epoch, Conn: r.Conn, At: time.Now().UTC()}
+		m := &nats.Msg{Subject: n.deviceSubject(EncodeKey(r.Device)), Data: rec.encode()}
+		f, err := n.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(r.Rev))
+		if err != nil {
+			firstErr = err
+			break
+		}
+		futures = append(futures, f)
+	}
+	reaped := 0
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+			reaped++
+		case err := <-f.Err():
+			if !isConflict(err) && firstErr == nil {
+				firstErr = err
+			}
+		case <-ctx.Done():
+			return reaped, ctx.Err()
+		}
+	}
+	return reaped, firstErr
 }
 
 // orphaned says a record is orphaned when its node holds no lease. The
@@ -111,6 +148,7 @@ func (n *Node) reconcileLoop(took bool) {
 	}
 	t := time.NewTimer(0)
 	defer t.Stop()
+	reconnects := n.nc.Stats().Reconnects
 	for {
 		reap := false
 		select {
@@ -150,6 +188,13 @@ func (n *Node) reconcileLoop(took bool) {
 				n.sleep(n.cfg.Lease / 3)
 			}
 		}
+		if r := n.nc.Stats().Reconnects; r != reconnects {
+			// Kicks sent while this node was disconnected are lost: check
+			// each connection against its record.
+			if n.verifyLocal(ctx) == nil {
+				reconnects = r
+			}
+		}
 		if !predecessorDue.IsZero() && time.Now().After(predecessorDue) {
 			if n.reapPredecessor(ctx) == nil {
 				predecessorDue = time.Time{}
@@ -174,4 +219,29 @@ func (n *Node) reapPredecessor(ctx context.Context) error {
 		return r.Node == n.cfg.Node && r.Epoch != epoch
 	})
 	return err
+}
+
+// verifyLocal ends every connection of this node whose device's record
+// belongs to another connection now: the kicks a disconnected node missed.
+func (n *Node) verifyLocal(ctx context.Context) error {
+	n.mu.Lock()
+	conns := make([]*Conn, 0, len(n.byDevice))
+	for _, c := range n.byDevice {
+		conns = append(conns, c)
+	}
+	n.mu.Unlock()
+	for _, c := range conns {
+		r, found, err := n.get(ctx, c.device, c.key)
+		if err != nil {
+			return err
+		}
+		n.mu.Lock()
+		mine := Record{Node: n.cfg.Node, Epoch: c.epoch, Conn: c.num}
+		n.mu.Unlock()
+		if found && r.State == Online && !r.sameConn(&mine) {
+			n.forget(c)
+			c.end(ErrSuperseded)
+		}
+	}
+	return nil
 }
