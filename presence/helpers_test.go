@@ -124,3 +124,10 @@ func jsOf(t *testing.T, url string) jetstream.JetStream {
 	require.NoError(t, err)
 	return js
 }
+
+// caughtUp waits until the watch has a record of device: written last, it
+// tells that the watch has every record written before.
+func (h *history) caughtUp(t *testing.T, device string) {
+	t.Helper()
+	eventually(t, 5*time.Second, func() bool { return len(h.of(device)) > 0 }, "the watch catches up")
+}

@@ -100,8 +100,15 @@ func TestMoveToAnotherNodeEndsTheOldConnectionAndItsOfflineRecordsNothing(t *tes
 	require.NoError(t, err)
 	assert.Equal(t, presence.Online, r.State)
 	assert.Equal(t, "gwB", r.Node)
-	eventually(t, 3*time.Second, func() bool { return len(h.of("dev")) == 2 }, "two records")
-	assert.Equal(t, []string{"gwA", "gwB"}, nodesOf(h.of("dev")))
+	eventually(t, 3*time.Second, func() bool {
+		recs := h.of("dev")
+		return len(recs) > 0 && recs[len(recs)-1].Rev == r.Rev
+	}, "the watch reaches the record at gwB")
+	time.Sleep(testLease) // anything recorded after it would show now
+	for _, rec := range h.of("dev") {
+		assert.Equal(t, presence.Online, rec.State, "no offline: %+v", h.of("dev"))
+	}
+	assert.Equal(t, r.Rev, h.of("dev")[len(h.of("dev"))-1].Rev)
 	assert.Empty(t, e.of("new"))
 }
 
@@ -228,6 +235,7 @@ func TestCrashedNodesDevicesAreRecordedNodeLostOnceEach(t *testing.T) {
 		_, err := dead.Connect(ctx(t), devName(i), nil)
 		require.NoError(t, err)
 	}
+	h.caughtUp(t, devName(devices-1))
 	dead.Crash()
 	killed := time.Now()
 	eventually(t, 2*testLease+5*time.Second, func() bool {
@@ -261,6 +269,7 @@ func TestSeveralReapersAtOnceRecordEachDeviceOnce(t *testing.T) {
 		_, err := dead.Connect(ctx(t), devName(i), nil)
 		require.NoError(t, err)
 	}
+	h.caughtUp(t, devName(devices-1))
 	dead.Crash()
 	// Remove the lease at once rather than waiting for it to expire, so
 	// that the reapers race each other rather than the fast path.
@@ -308,6 +317,7 @@ func TestRestartWithinTheLeaseKeepsReconnectedDevicesAndLosesTheRest(t *testing.
 		_, err := first.Connect(ctx(t), devName(i), nil)
 		require.NoError(t, err)
 	}
+	h.caughtUp(t, devName(3))
 	first.Crash()
 	second := openNode(t, url, "gw1") // within the lease: takes it over
 	assert.NotEqual(t, first.Epoch(), second.Epoch())
@@ -360,6 +370,10 @@ func TestNodeCutOffLongerThanItsLeaseEndsConnectionsAndRecordsNothing(t *testing
 		return err == nil && r.Reason == presence.ReasonNodeLost
 	}, "the other node records the device node_lost")
 	assert.Empty(t, e.of("dev"), "cut off, the node cannot know yet")
+	eventually(t, 3*time.Second, func() bool {
+		recs := h.of("dev")
+		return len(recs) == 2 && recs[1].Reason == presence.ReasonNodeLost
+	}, "the watch sees node_lost")
 	p.heal()
 	eventually(t, 10*time.Second, func() bool { return len(e.of("dev")) == 1 }, "back, the node ends the connection")
 	assert.ErrorIs(t, e.of("dev")[0], presence.ErrLeaseLost)

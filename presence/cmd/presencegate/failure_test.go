@@ -58,6 +58,7 @@ func TestRestartedGatewayKeepsReconnectedDevicesAndLosesTheRest(t *testing.T) {
 	w := watcher(t, url)
 	for _, id := range []string{"back", "gone"} {
 		hello(t, addr, id)
+		w.waitRecords(t, id, 1, 5*time.Second)
 	}
 	first.signal(t, syscall.SIGKILL)
 	_ = first.exitCode(t, 5*time.Second)

@@ -114,6 +114,7 @@ func TestMoveBetweenGatewaysClosesTheOldConnectionWithin3s(t *testing.T) {
 	_, addrB := runGate(t, "-nats", url, "-node", "gwB", "-timeout", "10s", "-lease", "1s")
 	w := watcher(t, url)
 	old := hello(t, addrA, "mover")
+	w.waitRecords(t, "mover", 1, 5*time.Second) // so that the watch cannot skip it
 	hello(t, addrB, "mover")
 	assert.True(t, old.closedWithin(3*time.Second), "the old connection is closed within 3 s")
 	time.Sleep(2 * time.Second) // past gwA's timeout: its old timer must record nothing
