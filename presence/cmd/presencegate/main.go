@@ -52,6 +52,7 @@ import (
 
 	"github.com/go-schedule/schedule/presence"
 	"github.com/go-schedule/schedule/presence/embedded"
+	"github.com/go-schedule/schedule/presence/internal/gate"
 	"github.com/nats-io/nats.go"
 )
 
@@ -178,7 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_, _ = node.Close(context.Background())
 		return exitFail
 	}
-	g, err := newGate(node, c.timeout, log)
+	g, err := gate.New(gate.NodeRecorder{Node: node}, c.timeout, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "presencegate:", err)
 		_ = ln.Close()
@@ -186,16 +187,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
-	go g.serve(ln)
+	go g.Serve(ln)
 
 	<-ctx.Done()
 	_ = ln.Close()
 	recorded, err := node.Close(context.Background())
-	g.wait()
-	st := g.stats()
+	g.Wait()
+	st := g.Stats()
 	fmt.Fprintf(stdout, "shutdown: node %s recorded %d devices offline (shutdown)\n", c.node, recorded)
 	fmt.Fprintf(stdout, "devices: accepted %d, rejected %d, online %d, offline timeout %d, offline closed %d, superseded %d, lost with the lease %d\n",
-		st.accepted, st.rejected, st.online, st.timeout, st.closed, st.superseded, st.leaseLost)
+		st.Accepted, st.Rejected, st.Online, st.Timeout, st.Closed, st.Superseded, st.LeaseLost)
 	if err != nil {
 		fmt.Fprintln(stderr, "presencegate: shutdown:", err)
 	}

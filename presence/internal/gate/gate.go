@@ -1,4 +1,9 @@
-package main
+// Package gate serves devices over TCP for presencegate and for the load
+// command's gateway processes: the line protocol (HELLO, OK, ERR, any byte
+// a heartbeat), local heartbeats on a heartbeat.Monitor, and the presence
+// records through a Recorder, which the load command can replace with one
+// that records nothing to measure what presence costs.
+package gate
 
 import (
 	"bufio"
@@ -22,9 +27,43 @@ const helloMax = len("HELLO ") + 128 + 1
 // socket.
 const expiryWorkers = 4
 
-// gate serves devices for one node.
-type gate struct {
-	node *presence.Node
+// Recorder records device state changes: a presence.Node, or Off.
+type Recorder interface {
+	// Connect records device online; end is called when the recorder
+	// ends the connection. See presence.Node.Connect.
+	Connect(ctx context.Context, device string, end func(error)) (Session, error)
+}
+
+// Session is one connection recorded online. See presence.Conn.
+type Session interface {
+	Offline(ctx context.Context, reason presence.Reason) error
+}
+
+// NodeRecorder records on a presence.Node.
+type NodeRecorder struct{ *presence.Node }
+
+// Connect records device online on the node.
+func (r NodeRecorder) Connect(ctx context.Context, device string, end func(error)) (Session, error) {
+	c, err := r.Node.Connect(ctx, device, end)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Off records nothing: the gateway without presence.
+type Off struct{}
+
+// Connect returns at once.
+func (Off) Connect(context.Context, string, func(error)) (Session, error) { return offSession{}, nil }
+
+type offSession struct{}
+
+func (offSession) Offline(context.Context, presence.Reason) error { return nil }
+
+// Gate serves devices for one node.
+type Gate struct {
+	node Recorder
 	s    *schedule.Scheduler
 	mon  *heartbeat.Monitor[*device]
 	log  *slog.Logger
@@ -40,12 +79,14 @@ type device struct {
 	timedOut atomic.Bool
 }
 
-func newGate(node *presence.Node, timeout time.Duration, log *slog.Logger) (*gate, error) {
+// New returns a Gate that records on node and closes devices silent for
+// timeout.
+func New(node Recorder, timeout time.Duration, log *slog.Logger) (*Gate, error) {
 	s, err := schedule.New(expiryWorkers)
 	if err != nil {
 		return nil, err
 	}
-	g := &gate{node: node, s: s, log: log}
+	g := &Gate{node: node, s: s, log: log}
 	g.mon, err = heartbeat.New(s, timeout, func(d *device) {
 		d.timedOut.Store(true)
 		_ = d.conn.Close()
@@ -57,7 +98,8 @@ func newGate(node *presence.Node, timeout time.Duration, log *slog.Logger) (*gat
 	return g, nil
 }
 
-func (g *gate) serve(ln net.Listener) {
+// Serve accepts devices on ln until it is closed.
+func (g *Gate) Serve(ln net.Listener) {
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -73,7 +115,7 @@ func (g *gate) serve(ln net.Listener) {
 }
 
 // handle runs one device connection from accept to close.
-func (g *gate) handle(conn net.Conn) {
+func (g *Gate) handle(conn net.Conn) {
 	d := &device{conn: conn}
 	g.open.Store(conn, struct{}{})
 	defer g.open.Delete(conn)
@@ -132,7 +174,7 @@ func (g *gate) handle(conn net.Conn) {
 }
 
 // offline records pc offline unless its node ended it.
-func (g *gate) offline(pc *presence.Conn, reason presence.Reason, endedBy *atomic.Value) {
+func (g *Gate) offline(pc Session, reason presence.Reason, endedBy *atomic.Value) {
 	err := pc.Offline(context.Background(), reason)
 	if err == nil {
 		if reason == presence.ReasonTimeout {
@@ -173,9 +215,9 @@ func cutPrefix(s, prefix string) (string, bool) {
 	return s[len(prefix):], true
 }
 
-// wait closes the connections the node did not end, waits for every
+// Wait closes the connections the node did not end, waits for every
 // connection to end, then stops the scheduler.
-func (g *gate) wait() {
+func (g *Gate) Wait() {
 	g.open.Range(func(c, _ any) bool {
 		_ = c.(net.Conn).Close() // devices before HELLO, or waiting for OK
 		return true
@@ -184,8 +226,13 @@ func (g *gate) wait() {
 	g.s.Shutdown()
 }
 
-type gateStats struct{ accepted, rejected, online, timeout, closed, superseded, leaseLost int64 }
+// Stats counts what a Gate did with its devices.
+type Stats struct{ Accepted, Rejected, Online, Timeout, Closed, Superseded, LeaseLost int64 }
 
-func (g *gate) stats() gateStats {
-	return gateStats{g.accepted.Load(), g.rejected.Load(), g.online.Load(), g.timeout.Load(), g.closed.Load(), g.superseded.Load(), g.leaseLost.Load()}
+// Stats returns the counts so far.
+func (g *Gate) Stats() Stats {
+	return Stats{g.accepted.Load(), g.rejected.Load(), g.online.Load(), g.timeout.Load(), g.closed.Load(), g.superseded.Load(), g.leaseLost.Load()}
 }
+
+// Watched returns how many devices the heartbeat monitor watches.
+func (g *Gate) Watched() int { return g.mon.Len() }
