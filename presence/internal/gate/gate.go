@@ -139,7 +139,7 @@ func (g *Gate) handle(conn net.Conn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var endedBy atomic.Value
-	pc, err := g.node.Connect(ctx, id, func(err error) {
+	pc, err := g.connect(ctx, id, func(err error) {
 		endedBy.Store(err)
 		_ = conn.Close()
 	})
@@ -171,6 +171,23 @@ func (g *Gate) handle(conn net.Conn) {
 		reason = presence.ReasonTimeout
 	}
 	g.offline(pc, reason, &endedBy)
+}
+
+// connect records id online on a goroutine of its own: the engine
+// client's calls are deep, and a connection's goroutine, whose stack would
+// keep the depth they reached for the connection's whole life, only waits.
+func (g *Gate) connect(ctx context.Context, id string, end func(error)) (Session, error) {
+	type answer struct {
+		s   Session
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		s, err := g.node.Connect(ctx, id, end)
+		ch <- answer{s, err}
+	}()
+	a := <-ch
+	return a.s, a.err
 }
 
 // offline records pc offline unless its node ended it.
