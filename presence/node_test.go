@@ -190,14 +190,6 @@ func itoa(i int) string {
 	return s
 }
 
-func nodesOf(recs []presence.Record) []string {
-	var out []string
-	for _, r := range recs {
-		out = append(out, r.Node)
-	}
-	return out
-}
-
 func TestCloseRecordsShutdownForEveryDeviceAndEndsThem(t *testing.T) {
 	url := startServer(t)
 	n, err := presence.Open(ctx(t), dial(t, url), presence.Config{Node: "gw1", Lease: testLease})

@@ -192,4 +192,3 @@ func heartbeat(ctx context.Context, conns []net.Conn, interval time.Duration, be
 		}
 	}
 }
-
