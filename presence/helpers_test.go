@@ -116,7 +116,6 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, msg string, arg
 	require.Eventually(t, cond, d, 20*time.Millisecond, append([]any{msg}, args...)...)
 }
 
-
 func jsOf(t *testing.T, url string) jetstream.JetStream {
 	t.Helper()
 	js, err := jetstream.New(dial(t, url))
