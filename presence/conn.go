@@ -40,6 +40,11 @@ func (c *Conn) Revision() uint64 {
 // against a busy engine.
 const retryWait = 250 * time.Millisecond
 
+// attemptWithin bounds one request to the engine: a request in flight
+// when the connection drops gets no answer, and waiting less than the
+// caller's whole context lets the retry go out on the new connection.
+const attemptWithin = 2 * time.Second
+
 // Connect records device online at this node, for a new connection, and
 // returns it once the engine holds the record. While the engine is
 // unreachable, or the node's lease is unconfirmed, it waits, as long as
@@ -108,18 +113,21 @@ func (c *Conn) online(ctx context.Context) (*Record, error) {
 		c.epoch = epoch
 		n.mu.Unlock()
 		rec := Record{State: Online, Node: n.cfg.Node, Reason: ReasonConnect, Epoch: epoch, Conn: c.num, At: time.Now().UTC()}
-		prev, found, err := n.get(ctx, c.device, c.key)
+		actx, cancel := context.WithTimeout(ctx, attemptWithin)
+		prev, found, err := n.get(actx, c.device, c.key)
 		var rev uint64
 		switch {
 		case err != nil:
 		case found && prev.sameConn(&rec) && prev.State == Online:
+			cancel()
 			c.rev = prev.Rev // our own write, whose acknowledgement was lost
 			return nil, nil
 		case found:
-			rev, err = n.devices.Update(ctx, c.key, rec.encode(), prev.Rev)
+			rev, err = n.devices.Update(actx, c.key, rec.encode(), prev.Rev)
 		default:
-			rev, err = n.devices.Create(ctx, c.key, rec.encode())
+			rev, err = n.devices.Create(actx, c.key, rec.encode())
 		}
+		cancel()
 		if err == nil {
 			c.rev = rev
 			if found {
@@ -175,13 +183,17 @@ func (c *Conn) offline(ctx context.Context, reason Reason, endWith error) error 
 			return ErrLeaseLost
 		}
 		rec := Record{State: Offline, Node: n.cfg.Node, Reason: reason, Epoch: c.epoch, Conn: c.num, At: time.Now().UTC()}
-		_, err = n.devices.Update(ctx, c.key, rec.encode(), c.rev)
+		actx, cancel := context.WithTimeout(ctx, attemptWithin)
+		_, err = n.devices.Update(actx, c.key, rec.encode(), c.rev)
+		cancel()
 		if err == nil {
 			c.finish(nil, endWith)
 			return nil
 		}
 		if isConflict(err) {
-			cur, found, gerr := n.get(ctx, c.device, c.key)
+			actx, cancel := context.WithTimeout(ctx, attemptWithin)
+			cur, found, gerr := n.get(actx, c.device, c.key)
+			cancel()
 			if gerr == nil {
 				if found && cur.sameConn(&rec) && cur.State == Offline && cur.Reason == reason {
 					c.finish(nil, endWith) // our own write, whose acknowledgement was lost

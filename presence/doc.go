@@ -59,16 +59,20 @@
 // # Node leases, reaping and reconcile
 //
 // A node registers by creating its lease key with a fresh random epoch.
-// Every live node watches the nodes bucket: the expiry marker of a lease
-// (a purge entry with reason MaxAge) is the fast path that starts a reap.
-// Markers are not a guarantee (a watcher stalls for tens of seconds when
-// its server dies; a marker disappears after LimitMarkerTTL), so every
-// node also lists the nodes bucket once per lease and reaps for any node
-// that was live at the last listing and is gone now, and the live node
-// with the smallest id scans all records every Config.ScanEvery and reaps
-// every online record whose node holds no lease. A killed node's devices
-// are thus recorded node_lost within one lease plus a scan by the fast
-// path, two leases plus a scan by the listing.
+// Every live node watches the nodes bucket and lists it once per lease.
+// The reaper is the live node with the smallest id: the expiry marker of a
+// lease (a purge entry with reason MaxAge) is the fast path that starts
+// its reap. Markers are not a guarantee (a watcher stalls for tens of
+// seconds when its server dies; a marker disappears after LimitMarkerTTL),
+// so the reaper also reaps when its listing misses a node that the last
+// one had, and every Config.ScanEvery in any case. A reap scans all
+// records and records node_lost for every online record whose node holds
+// no lease. A killed node's devices are thus recorded node_lost within one
+// lease plus a scan by the fast path, two leases plus a scan by the
+// listing. If the reaper itself dies, the next smallest id takes over at
+// its next listing; two nodes that both believe they are the reaper (their
+// listings differ for a moment) write the same compare-and-set, and one
+// wins.
 //
 // A scan reads the records first and the leases after, so that a node that
 // registered and recorded devices during the scan is seen live.
@@ -106,9 +110,9 @@
 //   - An offline: one write.
 //   - A live node: one lease write per third of a lease, delivered to every
 //     node's watch (n² deliveries for n nodes), and one listing of the
-//     nodes bucket (n entries) per lease.
-//   - The reconcile scan: every record once per ScanEvery, by one node.
-//   - A node lost: one scan by each live node and one write per device.
+//     nodes bucket (n entries, through a short-lived consumer) per lease.
+//   - The reconcile scan: every record once per ScanEvery, by the reaper.
+//   - A node lost: one scan by the reaper and one write per device.
 //
 // # Plugging it in
 //

@@ -450,3 +450,34 @@ func TestNodeBackFromADisconnectEndsConnectionsThatMovedMeanwhile(t *testing.T) 
 	assert.Equal(t, "gwB", r.Node)
 	assert.Equal(t, presence.Online, r.State)
 }
+
+// While the engine is unreachable, Connect waits for it and returns once
+// the online is recorded.
+func TestConnectWaitsForAnUnreachableEngine(t *testing.T) {
+	url := startServer(t)
+	p, via := startProxy(t, url)
+	n, err := presence.Open(ctx(t), dial(t, via), presence.Config{Node: "gw1", Lease: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = n.Close(context.Background()) })
+	p.cut()
+	got := make(chan error, 1)
+	go func() {
+		_, err := n.Connect(ctx(t), "patient", nil)
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("Connect returned while the engine was away: %v", err)
+	case <-time.After(time.Second):
+	}
+	p.heal()
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Connect did not return once the engine was back")
+	}
+	r, err := openNode(t, url, "reader").Lookup(ctx(t), "patient")
+	require.NoError(t, err)
+	assert.Equal(t, presence.Online, r.State)
+}

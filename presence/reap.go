@@ -136,9 +136,10 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// reconcileLoop lists the leases once per lease and reaps when a node
-// seen live before has gone; reaps when the watch asks; and, on the live
-// node with the smallest id, scans every record each ScanEvery. After a
+// reconcileLoop lists the leases once per lease. The live node with the
+// smallest id reaps when a node seen live before has gone, when the watch
+// asks, and every ScanEvery; if it dies, the next smallest takes over at
+// its next listing. After a
 // takeover (took) it reaps its predecessor's devices one lease later.
 func (n *Node) reconcileLoop(took bool) {
 	defer n.wg.Done()
@@ -178,7 +179,13 @@ func (n *Node) reconcileLoop(took bool) {
 			if leader && time.Since(n.lastScan) >= n.cfg.ScanEvery {
 				reap = true
 			}
+			// One reaper: the live node with the smallest id. Nodes whose
+			// listings differ may both reap; the compare-and-set records
+			// each device once all the same.
+			reap = reap && leader
 			n.mu.Unlock()
+		} else {
+			reap = false
 		}
 		if reap {
 			if _, err := n.reap(ctx, orphaned); err == nil {
