@@ -104,5 +104,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	printTable(stdout, c, results)
+	for _, r := range results {
+		if r.connected != r.devices || r.killed.twice > 0 || r.killed.missing > 0 {
+			fmt.Fprintf(stderr, "presenceload: counts are not exact: %s\n", r.raw())
+			return exitFail
+		}
+	}
 	return exitOK
 }
