@@ -74,29 +74,51 @@ func (n *Node) Connect(ctx context.Context, device string, end func(error)) (*Co
 	n.seq++
 	c := &Conn{n: n, device: device, key: EncodeKey(device), num: n.seq, onEnd: end, done: make(chan struct{})}
 	n.conns[c.num] = c // before the write, so that a kick that follows it finds c
+	n.inflight[device]++
 	n.mu.Unlock()
 
 	prev, err := c.online(ctx)
-	if err != nil {
-		n.forget(c)
-		return nil, err
+	if err == nil && prev != nil && prev.State == Online && prev.Node != n.cfg.Node {
+		// The write that replaced prev owes its node the kick, whether or
+		// not c itself is still the newest by the time it returns.
+		b, _ := json.Marshal(kickMsg{Device: device, Epoch: prev.Epoch, Conn: prev.Conn, Rev: c.rev})
+		_ = n.nc.Publish(n.kickSubject(prev.Node), b) // a lost kick is repaired when the node reconnects (verifyLocal)
 	}
 	n.mu.Lock()
 	old := n.byDevice[device]
-	if c.ended() || (old != nil && old.rev > c.rev) || c.epoch != n.epoch {
-		n.mu.Unlock()
-		n.forget(c)
-		return nil, ErrSuperseded
+	var endOld bool
+	stale := false
+	if err == nil {
+		// top is the newest revision of the device's record known here.
+		top := max(c.rev, n.floor[device])
+		if old != nil {
+			top = max(top, old.rev)
+		}
+		stale = c.ended() || c.rev < top || c.epoch != n.epoch
+		if old != nil && old.rev < top {
+			endOld = true // older than what is known now, whoever wins
+			delete(n.byDevice, device)
+		}
+		if !stale {
+			n.raiseFloor(device, c.rev)
+			n.byDevice[device] = c
+		}
 	}
-	n.byDevice[device] = c
+	if n.inflight[device]--; n.inflight[device] == 0 {
+		delete(n.inflight, device)
+		delete(n.floor, device)
+	}
 	n.mu.Unlock()
-	if old != nil {
+	if endOld {
 		n.forget(old)
 		old.end(ErrSuperseded)
 	}
-	if prev != nil && prev.State == Online && prev.Node != n.cfg.Node {
-		b, _ := json.Marshal(kickMsg{Device: device, Epoch: prev.Epoch, Conn: prev.Conn})
-		_ = n.nc.Publish(n.kickSubject(prev.Node), b) // a lost kick leaves a silent connection that times out and records nothing
+	if err != nil || stale {
+		n.forget(c)
+		if err == nil {
+			err = ErrSuperseded
+		}
+		return nil, err
 	}
 	return c, nil
 }
@@ -184,9 +206,13 @@ func (c *Conn) offline(ctx context.Context, reason Reason, endWith error) error 
 		}
 		rec := Record{State: Offline, Node: n.cfg.Node, Reason: reason, Epoch: c.epoch, Conn: c.num, At: time.Now().UTC()}
 		actx, cancel := context.WithTimeout(ctx, attemptWithin)
-		_, err = n.devices.Update(actx, c.key, rec.encode(), c.rev)
+		var rev uint64
+		rev, err = n.devices.Update(actx, c.key, rec.encode(), c.rev)
 		cancel()
 		if err == nil {
+			n.mu.Lock()
+			n.raiseFloor(c.device, rev)
+			n.mu.Unlock()
 			c.finish(nil, endWith)
 			return nil
 		}
@@ -269,6 +295,7 @@ type kickMsg struct {
 	Device string `json:"device"`
 	Epoch  string `json:"epoch"`
 	Conn   uint64 `json:"conn"`
+	Rev    uint64 `json:"rev"` // the newer connection's record
 }
 
 // onKick ends the connection a kick names, if this node still holds it.
@@ -278,6 +305,7 @@ func (n *Node) onKick(m *natsMsg) {
 		return
 	}
 	n.mu.Lock()
+	n.raiseFloor(k.Device, k.Rev)
 	c := n.conns[k.Conn]
 	ok := c != nil && c.device == k.Device && c.epoch == k.Epoch
 	n.mu.Unlock()

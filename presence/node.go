@@ -33,6 +33,12 @@ type Node struct {
 	seq      uint64
 	conns    map[uint64]*Conn  // every connection of this node, by number
 	byDevice map[string]*Conn  // the current connection of each device
+	// While a Connect of a device is in flight here (inflight), floor
+	// holds the highest revision of the device's record this node has
+	// learnt of: a Connect whose write is older is superseded, even when
+	// the newer connection has already ended or moved on.
+	inflight map[string]int
+	floor    map[string]uint64
 	known    map[string]string // the live nodes of the last listing
 
 	kick     *nats.Subscription
@@ -70,6 +76,8 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Node, error) {
 		liveCh:   make(chan struct{}),
 		conns:    make(map[uint64]*Conn),
 		byDevice: make(map[string]*Conn),
+		inflight: make(map[string]int),
+		floor:    make(map[string]uint64),
 		wake:     make(chan struct{}, 1),
 		reapNow:  make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -405,3 +413,11 @@ func (n *Node) shutdownAll(ctx context.Context, conns []*Conn) (int, error) {
 }
 
 type natsMsg = nats.Msg
+
+// raiseFloor records that device's record reached rev, if a Connect of it
+// is in flight. n.mu must be held.
+func (n *Node) raiseFloor(device string, rev uint64) {
+	if n.inflight[device] > 0 && rev > n.floor[device] {
+		n.floor[device] = rev
+	}
+}

@@ -481,3 +481,69 @@ func TestConnectWaitsForAnUnreachableEngine(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, presence.Online, r.State)
 }
+
+// Many connections of one device at once, over three nodes: exactly one
+// survives, and it is the one recorded.
+func TestConcurrentConnectionsOfOneDeviceLeaveExactlyTheRecordedOne(t *testing.T) {
+	url := startServer(t)
+	nodes := []*presence.Node{openNode(t, url, "n1"), openNode(t, url, "n2"), openNode(t, url, "n3")}
+	type attempt struct {
+		c     *presence.Conn
+		ended chan error
+	}
+	const tries = 24
+	attempts := make([]attempt, tries)
+	var wg sync.WaitGroup
+	for i := range attempts {
+		attempts[i].ended = make(chan error, 1)
+		wg.Go(func() {
+			c, err := nodes[i%3].Connect(ctx(t), "contested", func(err error) { attempts[i].ended <- err })
+			if err != nil {
+				assert.ErrorIs(t, err, presence.ErrSuperseded)
+				return
+			}
+			attempts[i].c = c
+		})
+	}
+	wg.Wait()
+	r, err := nodes[0].Lookup(ctx(t), "contested")
+	require.NoError(t, err)
+	var survivors []int
+	count := func() bool {
+		survivors = survivors[:0]
+		for i, a := range attempts {
+			if a.c != nil && len(a.ended) == 0 {
+				survivors = append(survivors, i)
+			}
+		}
+		return len(survivors) == 1
+	}
+	for deadline := time.Now().Add(3 * time.Second); !count() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(survivors) != 1 {
+		for i, a := range attempts {
+			if a.c != nil {
+				var e error
+				select {
+				case e = <-a.ended:
+				default:
+				}
+				t.Logf("%d: rev %d ended %v", i, a.c.Revision(), e)
+			}
+		}
+		t.Fatalf("record rev %d node %s conn %d: %d survivors", r.Rev, r.Node, r.Conn, len(survivors))
+	}
+	won := attempts[survivors[0]].c
+	assert.Equal(t, r.Rev, won.Revision(), "the survivor is the recorded connection")
+	for i, a := range attempts {
+		if a.c != nil && i != survivors[0] {
+			assert.ErrorIs(t, <-a.ended, presence.ErrSuperseded)
+		}
+	}
+	total := 0
+	for _, n := range nodes {
+		total += n.Connections()
+	}
+	assert.Equal(t, 1, total, "one connection held across the nodes")
+}
