@@ -31,8 +31,8 @@ type Node struct {
 	liveCh   chan struct{}
 	closed   bool
 	seq      uint64
-	conns    map[uint64]*Conn  // every connection of this node, by number
-	byDevice map[string]*Conn  // the current connection of each device
+	conns    map[uint64]*Conn // every connection of this node, by number
+	byDevice map[string]*Conn // the current connection of each device
 	// While a Connect of a device is in flight here (inflight), floor
 	// holds the highest revision of the device's record this node has
 	// learnt of: a Connect whose write is older is superseded, even when
