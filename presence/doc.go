@@ -117,11 +117,19 @@
 // # Plugging it in
 //
 // The package depends on go-schedule's root module and NATS only. The
-// integrations are calls a gateway makes from what it has: a
-// heartbeat.Monitor expiry callback calls Conn.Offline(ReasonTimeout) and
-// closes the connection; a gnetidle idle handler does the same; an MQTT
-// broker hook calls Node.Connect when a session is established and
-// Conn.Offline when it ends. The Examples show each with the smallest
-// stable part of heartbeat (New, Beat, Forget). Keeping mochi and gnet out
-// of this package means a user of presence downloads neither.
+// integrations are calls a gateway makes from what it has, so that this
+// package builds neither mochi nor gnet:
+//
+//   - a heartbeat.Monitor keyed by *Conn: Beat on every packet, and an
+//     expiry callback that calls Conn.Offline(ReasonTimeout) and closes
+//     the socket (ExampleNode_Connect; it uses only heartbeat.New, Beat
+//     and Forget);
+//   - a gnetidle Handler runs on the connection's event loop, which must
+//     not wait for the engine: it starts go c.Offline(ctx, ReasonTimeout)
+//     and returns gnet.Close;
+//   - a mochi-mqtt broker adds the hook of package mqttpresence, a
+//     package of its own for the same reason.
+//
+// Connect and Offline wait for the engine (a round trip, longer while it
+// is away); call them where waiting is allowed.
 package presence

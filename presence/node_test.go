@@ -356,7 +356,7 @@ func TestNodeCutOffLongerThanItsLeaseEndsConnectionsAndRecordsNothing(t *testing
 	require.NoError(t, err)
 	oldEpoch := cutNode.Epoch()
 
-	p.cut()
+	p.Cut()
 	eventually(t, 2*testLease+5*time.Second, func() bool {
 		r, err := other.Lookup(ctx(t), "dev")
 		return err == nil && r.Reason == presence.ReasonNodeLost
@@ -366,7 +366,7 @@ func TestNodeCutOffLongerThanItsLeaseEndsConnectionsAndRecordsNothing(t *testing
 		recs := h.of("dev")
 		return len(recs) == 2 && recs[1].Reason == presence.ReasonNodeLost
 	}, "the watch sees node_lost")
-	p.heal()
+	p.Heal()
 	eventually(t, 10*time.Second, func() bool { return len(e.of("dev")) == 1 }, "back, the node ends the connection")
 	assert.ErrorIs(t, e.of("dev")[0], presence.ErrLeaseLost)
 	assert.ErrorIs(t, c.Offline(ctx(t), presence.ReasonTimeout), presence.ErrLeaseLost)
@@ -437,12 +437,12 @@ func TestNodeBackFromADisconnectEndsConnectionsThatMovedMeanwhile(t *testing.T) 
 	e := newEnds()
 	_, err = a.Connect(ctx(t), "dev", e.fn("dev"))
 	require.NoError(t, err)
-	p.cut()
+	p.Cut()
 	_, err = b.Connect(ctx(t), "dev", nil)
 	require.NoError(t, err)
 	time.Sleep(200 * time.Millisecond) // the kick is gone by now
 	assert.Empty(t, e.of("dev"))
-	p.heal()
+	p.Heal()
 	eventually(t, 15*time.Second, func() bool { return len(e.of("dev")) == 1 }, "the moved connection is ended")
 	assert.ErrorIs(t, e.of("dev")[0], presence.ErrSuperseded)
 	r, err := b.Lookup(ctx(t), "dev")
@@ -459,7 +459,7 @@ func TestConnectWaitsForAnUnreachableEngine(t *testing.T) {
 	n, err := presence.Open(ctx(t), dial(t, via), presence.Config{Node: "gw1", Lease: 5 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = n.Close(context.Background()) })
-	p.cut()
+	p.Cut()
 	got := make(chan error, 1)
 	go func() {
 		_, err := n.Connect(ctx(t), "patient", nil)
@@ -470,7 +470,7 @@ func TestConnectWaitsForAnUnreachableEngine(t *testing.T) {
 		t.Fatalf("Connect returned while the engine was away: %v", err)
 	case <-time.After(time.Second):
 	}
-	p.heal()
+	p.Heal()
 	select {
 	case err := <-got:
 		require.NoError(t, err)

@@ -59,7 +59,8 @@ func (h *Hook) Provides(b byte) bool {
 }
 
 // OnSessionEstablished records the client online; it returns once the
-// engine holds the record. The connections are keyed by *Client, because
+// engine holds the record, so while the engine is away the client's
+// packets wait (mochi runs the hook before the client's read loop). The connections are keyed by *Client, because
 // on a takeover the old connection's OnDisconnect comes after the new
 // one's OnSessionEstablished.
 func (h *Hook) OnSessionEstablished(cl *mochi.Client, _ packets.Packet) {
