@@ -112,18 +112,26 @@ type usage struct {
 	rss int64 // bytes
 }
 
-// clockTick is the unit of /proc/<pid>/stat's times on Linux.
-const clockTick = 100
-
+// procUsage reads pid's CPU time as the sum of its threads' time on a CPU
+// (/proc/<pid>/task/*/schedstat, in nanoseconds: /proc/<pid>/stat counts
+// in ticks of 10 ms, too coarse for a window of seconds) and its resident
+// memory.
 func procUsage(pid int) (usage, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	var u usage
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return usage{}, err
+		return u, err
 	}
-	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	u := usage{cpu: time.Duration(ut+st) * time.Second / clockTick}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			u.cpu += time.Duration(ns)
+		}
+	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return u, err
