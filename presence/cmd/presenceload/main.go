@@ -28,7 +28,8 @@
 // This machine allows 20,000 open files per process, and 28,232 ephemeral
 // ports per source address: devices are spread over gateway and client
 // processes of at most 19,980 connections each, and over source addresses
-// 127.0.0.2 upwards, 20,000 devices each.
+// 20,000 devices each, new ones for each phase (127.1.0.2 upwards in the
+// first), since a closed connection's port stays in TIME_WAIT for 60 s.
 package main
 
 import (

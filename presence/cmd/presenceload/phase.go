@@ -46,6 +46,9 @@ func (r result) raw() string {
 		r.cpuPerDevSec, r.rssPerDev, r.killed.devices, r.killed.recorded, r.killed.twice, r.killed.missing, r.killed.last.Round(time.Millisecond), r.killed.msgs)
 }
 
+// phaseNo numbers the phases of this run.
+var phaseNo int
+
 // phase runs one mode: engine (presence on), gateways, clients, the quiet
 // window, the kill.
 func phase(ctx context.Context, c config, on bool) (result, error) {
@@ -97,12 +100,14 @@ func phase(ctx context.Context, c config, on bool) (result, error) {
 		base[i], _ = procUsage(g.cmd.Process.Pid)
 	}
 
-	// Clients: at most perProcess devices each; source addresses from
-	// 127.0.0.2, one per 20,000 devices, so that no address runs out of
-	// its 28,232 ephemeral ports.
+	// Clients: at most perProcess devices each; source addresses one per
+	// 20,000 devices, so that no address runs out of its 28,232 ephemeral
+	// ports, and fresh ones for each phase (127.<phase>.0.x), because the
+	// ports of the phase before stay in TIME_WAIT for a minute.
+	phaseNo++
 	var sources []string
 	for i := range (c.devices+19_999)/20_000 + 1 {
-		sources = append(sources, fmt.Sprintf("127.0.0.%d", i+2))
+		sources = append(sources, fmt.Sprintf("127.%d.0.%d", phaseNo%254+1, i+2))
 	}
 	nClients := (c.devices + perProcess - 1) / perProcess
 	clients := make([]*child, nClients)
