@@ -67,6 +67,10 @@ const (
 // the contract is an exit within 15 s.
 const startWithin = 12 * time.Second
 
+// shutdownGrace is how long past one lease the stop waits for the engine
+// to take the shutdown records.
+const shutdownGrace = 10 * time.Second
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -191,7 +195,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	<-ctx.Done()
 	_ = ln.Close()
-	recorded, err := node.Close(context.Background())
+	// An engine that does not answer must not keep the process: after a
+	// lease and some, the devices not recorded are the reaper's, since the
+	// lease is not given up either.
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), c.lease+shutdownGrace)
+	recorded, err := node.Close(closeCtx)
+	cancelClose()
 	g.Wait()
 	st := g.Stats()
 	fmt.Fprintf(stdout, "shutdown: node %s recorded %d devices offline (shutdown)\n", c.node, recorded)
