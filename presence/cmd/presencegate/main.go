@@ -32,7 +32,9 @@
 //
 // It prints "listening on host:port" once it accepts devices and holds its
 // lease. On SIGINT or SIGTERM it records its devices offline (shutdown),
-// closes them, prints a report and exits 0. Bad flags: a message on
+// closes them, prints a report and exits 0; it waits for the engine one
+// lease and 10 s at most, and leaves what it could not record to the
+// other nodes (node_lost). Bad flags: a message on
 // standard error and exit status 2. An engine that does not answer at
 // start: a message naming the URL and exit status 1, within 15 s.
 package main
