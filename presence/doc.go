@@ -93,7 +93,9 @@
 // node_lost: it closes all its connections and records nothing for them,
 // reaps its own old epoch itself (the only reaper of a one-node fleet; a
 // compare-and-set with any other reaper), and registers again under a
-// new epoch. Its devices reconnect as new connections.
+// new epoch; one lease later it reaps once more, for an online write of
+// the old epoch that landed after its own reap. Its devices reconnect as
+// new connections.
 //
 // # Records of devices offline for months
 //

@@ -47,6 +47,8 @@ type Node struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	lastScan time.Time
+
+	predecessorDue time.Time // when to reap this id's older epochs; zero: no need
 }
 
 // Open registers a node in the fleet on nc's engine and starts its lease,
@@ -305,6 +307,7 @@ func (n *Node) lost(epoch string) {
 		}
 		cancel()
 		if err == nil {
+			n.reapOlderEpochsLater()
 			return
 		}
 		n.log.Warn("re-registering", "err", err)

@@ -143,9 +143,8 @@ func signal(ch chan struct{}) {
 // takeover (took) it reaps its predecessor's devices one lease later.
 func (n *Node) reconcileLoop(took bool) {
 	defer n.wg.Done()
-	predecessorDue := time.Time{}
 	if took {
-		predecessorDue = time.Now().Add(n.cfg.Lease)
+		n.reapOlderEpochsLater()
 	}
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -202,16 +201,35 @@ func (n *Node) reconcileLoop(took bool) {
 				reconnects = r
 			}
 		}
-		if !predecessorDue.IsZero() && time.Now().After(predecessorDue) {
+		n.mu.Lock()
+		due := n.predecessorDue
+		n.mu.Unlock()
+		if !due.IsZero() && time.Now().After(due) {
 			if n.reapPredecessor(ctx) == nil {
-				predecessorDue = time.Time{}
+				n.mu.Lock()
+				if n.predecessorDue.Equal(due) {
+					n.predecessorDue = time.Time{}
+				}
+				n.mu.Unlock()
+				due = time.Time{}
 			}
 		}
 		cancel()
-		if !predecessorDue.IsZero() {
-			t.Reset(min(n.cfg.Lease, time.Until(predecessorDue)+10*time.Millisecond))
+		if !due.IsZero() {
+			t.Reset(min(n.cfg.Lease, time.Until(due)+10*time.Millisecond))
 		}
 	}
+}
+
+// reapOlderEpochsLater asks the reconcile loop to record node_lost, one
+// lease from now, for this node's devices still online under an earlier
+// epoch: after a takeover, the devices that did not reconnect; after a
+// lost lease, any online write of the old epoch that landed after the
+// node's own reap.
+func (n *Node) reapOlderEpochsLater() {
+	n.mu.Lock()
+	n.predecessorDue = time.Now().Add(n.cfg.Lease)
+	n.mu.Unlock()
 }
 
 // reapPredecessor records node_lost for the devices still online under an
