@@ -133,7 +133,8 @@ func (g *Gate) handle(conn net.Conn) {
 	}
 	// While the engine records it, the device waits for us, not silent of
 	// its own accord: its silence counts again from OK.
-	if !g.mon.Forget(d) {
+	g.mon.Forget(d)
+	if d.timedOut.Load() {
 		return // timed out meanwhile
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -152,14 +153,12 @@ func (g *Gate) handle(conn net.Conn) {
 		return
 	}
 	_ = g.mon.Beat(d)
-	if br.Buffered() > 0 {
-		g.mon.Refresh(d) // heartbeat bytes that came with the HELLO line
-	}
+
 	var buf [64]byte
 	for {
 		n, err := conn.Read(buf[:])
 		if n > 0 {
-			g.mon.Refresh(d)
+			_ = g.mon.Beat(d) // the watch ends only after this loop: Beat cannot revive it
 		}
 		if err != nil {
 			break
@@ -251,5 +250,3 @@ func (g *Gate) Stats() Stats {
 	return Stats{g.accepted.Load(), g.rejected.Load(), g.online.Load(), g.timeout.Load(), g.closed.Load(), g.superseded.Load(), g.leaseLost.Load()}
 }
 
-// Watched returns how many devices the heartbeat monitor watches.
-func (g *Gate) Watched() int { return g.mon.Len() }
