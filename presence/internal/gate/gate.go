@@ -249,4 +249,3 @@ type Stats struct{ Accepted, Rejected, Online, Timeout, Closed, Superseded, Leas
 func (g *Gate) Stats() Stats {
 	return Stats{g.accepted.Load(), g.rejected.Load(), g.online.Load(), g.timeout.Load(), g.closed.Load(), g.superseded.Load(), g.leaseLost.Load()}
 }
-
