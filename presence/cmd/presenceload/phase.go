@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-schedule/schedule/presence"
@@ -153,6 +154,11 @@ func phase(ctx context.Context, c config, on bool) (result, error) {
 	time.Sleep(c.beat) // every device has beaten once: the rate is steady
 	u0 := make([]usage, len(gates))
 	for i, g := range gates {
+		_ = g.cmd.Process.Signal(syscall.SIGUSR1)
+		freedBefore := g.count("freed")
+		for deadline := time.Now().Add(10 * time.Second); g.count("freed") == freedBefore && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		u0[i], _ = procUsage(g.cmd.Process.Pid)
 	}
 	b0, q0, t0 := sumBeats(), inMsgs(), time.Now()
@@ -163,7 +169,7 @@ func phase(ctx context.Context, c config, on bool) (result, error) {
 	for i, g := range gates {
 		u, _ := procUsage(g.cmd.Process.Pid)
 		cpu += u.cpu - u0[i].cpu
-		rss += u.rss - base[i].rss
+		rss += u0[i].rss - base[i].rss // just after returning freed memory
 	}
 	r.beats, r.quietMsgs = b1-b0, q1-q0
 	r.cpuPerDevSec = float64(cpu.Microseconds()) / el.Seconds() / float64(max(r.connected, 1))

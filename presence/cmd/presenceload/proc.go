@@ -78,6 +78,19 @@ func (c *child) wait(prefix string, d time.Duration) (string, error) {
 	}
 }
 
+// count returns how many lines start with prefix.
+func (c *child) count(prefix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, l := range c.lines {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
 // last returns the last line starting with prefix.
 func (c *child) last(prefix string) string {
 	c.mu.Lock()

@@ -8,9 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-schedule/schedule/presence"
@@ -61,6 +65,18 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	go g.Serve(ln)
+	// SIGUSR1 returns freed memory to the system, so that the resident
+	// memory measured next is what the gateway holds, not what a burst of
+	// connects left behind.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() {
+		for range usr1 {
+			debug.FreeOSMemory()
+			fmt.Fprintln(stdout, "freed")
+		}
+	}()
 	<-ctx.Done()
 	_ = ln.Close()
 	if closeNode != nil {
