@@ -1,0 +1,87 @@
+package presence
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	// DefaultLease is how long a node may go without refreshing its lease
+	// before the others record its devices lost.
+	DefaultLease = 15 * time.Second
+	// DefaultPrefix names the buckets and subjects.
+	DefaultPrefix = "presence"
+	// scanLeases is ScanEvery in leases when it is not set: often enough to
+	// repair what the fast path missed within a minute at the default
+	// lease, rarely enough that the scan of every record is a small part
+	// of the engine's work.
+	scanLeases = 4
+	// markerKeep is how long the nodes bucket keeps a lease's expiry
+	// marker: far longer than any watcher stall, and the listing repairs
+	// what a longer absence misses.
+	markerKeep = time.Hour
+)
+
+// Config configures a Node.
+type Config struct {
+	// Node is this node's id: 1 to 64 characters of [A-Za-z0-9_-], unique
+	// among the live nodes of the fleet.
+	Node string
+	// Lease is how long the node may be silent before the others declare
+	// it lost: whole seconds, at least 1s. Zero means DefaultLease.
+	Lease time.Duration
+	// Replicas is the replica count of the buckets Open creates when they
+	// are missing: 1 to 5. Zero means 1. Existing buckets are used as
+	// they are.
+	Replicas int
+	// Prefix names the buckets ("<prefix>-devices", "<prefix>-nodes")
+	// and the kick subject. Empty means DefaultPrefix.
+	Prefix string
+	// ScanEvery is how often the live node with the smallest id scans
+	// every record for devices online at a node without a lease. Zero
+	// means four leases.
+	ScanEvery time.Duration
+	// Logger receives what the node does about its lease and reaping.
+	// Nil discards it.
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with its zero fields set, or an error for a bad
+// field.
+func (c Config) withDefaults() (Config, error) {
+	if !ValidNodeID(c.Node) {
+		return c, ErrInvalidNodeID
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if err := ValidLease(c.Lease); err != nil {
+		return c, err
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return c, ErrInvalidReplicas
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.ScanEvery <= 0 {
+		c.ScanEvery = scanLeases * c.Lease
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// ValidLease returns ErrInvalidLease unless d is a whole number of
+// seconds, at least one: the engine keeps key TTLs in whole seconds.
+func ValidLease(d time.Duration) error {
+	if d < time.Second || d%time.Second != 0 {
+		return ErrInvalidLease
+	}
+	return nil
+}

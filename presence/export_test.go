@@ -1,0 +1,26 @@
+package presence
+
+import "context"
+
+// Crash stops the node's goroutines and its kick subscription without
+// writing anything: what the engine sees of a process killed with SIGKILL.
+func (n *Node) Crash() {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+	close(n.stop)
+	_ = n.kick.Unsubscribe()
+	n.wg.Wait()
+}
+
+// ReapOrphans runs one reap of the devices of nodes without a lease.
+func (n *Node) ReapOrphans() (int, error) {
+	return n.reap(context.Background(), orphaned)
+}
+
+// Epoch returns the node's current epoch.
+func (n *Node) Epoch() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.epoch
+}

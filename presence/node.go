@@ -1,0 +1,426 @@
+package presence
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Node is one gateway node's presence: its lease, the connections it
+// recorded online, and its share of reaping and reconcile. Its methods are
+// safe for concurrent use.
+type Node struct {
+	*Store
+	cfg Config
+	nc  *nats.Conn
+	log *slog.Logger
+
+	mu       sync.Mutex
+	epoch    string
+	leaseRev uint64    // revision of the last lease write acknowledged
+	leaseOK  time.Time // when that write was sent
+	live     bool      // the lease is known to be held
+	liveCh   chan struct{}
+	closed   bool
+	seq      uint64
+	conns    map[uint64]*Conn // every connection of this node, by number
+	byDevice map[string]*Conn // the current connection of each device
+	// While a Connect of a device is in flight here (inflight), floor
+	// holds the highest revision of the device's record this node has
+	// learnt of: a Connect whose write is older is superseded, even when
+	// the newer connection has already ended or moved on.
+	inflight map[string]int
+	floor    map[string]uint64
+	known    map[string]string // the live nodes of the last listing
+
+	kick     *nats.Subscription
+	wake     chan struct{} // nudges the lease loop
+	reapNow  chan struct{} // asks for a reap of nodes without a lease
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	lastScan time.Time
+
+	predecessorDue time.Time // when to reap this id's older epochs; zero: no need
+}
+
+// Open registers a node in the fleet on nc's engine and starts its lease,
+// its watch of the other nodes and its reconcile, in goroutines that
+// Close ends. If a lease for cfg.Node exists (the node restarted), Open
+// takes it over, and one lease later records node_lost for each device
+// still online under the old lease. It returns ErrInvalidNodeID,
+// ErrInvalidLease, ErrInvalidReplicas, or the engine's error.
+func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if nc == nil {
+		return nil, ErrNilJetStream
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	st, err := OpenStore(ctx, js, cfg.Prefix, cfg.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		Store: st, cfg: cfg, nc: nc, log: cfg.Logger.With("node", cfg.Node),
+		liveCh:   make(chan struct{}),
+		conns:    make(map[uint64]*Conn),
+		byDevice: make(map[string]*Conn),
+		inflight: make(map[string]int),
+		floor:    make(map[string]uint64),
+		wake:     make(chan struct{}, 1),
+		reapNow:  make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+	}
+	took, err := n.register(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n.kick, err = nc.Subscribe(n.kickSubject(cfg.Node), n.onKick); err != nil {
+		return nil, err
+	}
+	n.wg.Add(3)
+	go n.leaseLoop()
+	go n.watchNodes()
+	go n.reconcileLoop(took)
+	return n, nil
+}
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.cfg.Node }
+
+// Lease returns the node's lease.
+func (n *Node) Lease() time.Duration { return n.cfg.Lease }
+
+func (n *Node) kickSubject(node string) string { return n.cfg.Prefix + ".kick." + node }
+
+func (n *Node) leaseSubject() string { return "$KV." + n.cfg.Prefix + "-nodes." + n.cfg.Node }
+
+func (n *Node) deviceSubject(key string) string { return "$KV." + n.cfg.Prefix + "-devices." + key }
+
+func newEpoch() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// register writes a lease for a new epoch and makes the node live. It
+// reports whether it took over a lease of an earlier epoch.
+func (n *Node) register(ctx context.Context) (bool, error) {
+	epoch := newEpoch()
+	value, _ := json.Marshal(lease{Epoch: epoch})
+	for {
+		sent := time.Now()
+		rev, err := n.nodes.Create(ctx, n.cfg.Node, value, jetstream.KeyTTL(n.cfg.Lease))
+		took := false
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			var e jetstream.KeyValueEntry
+			e, err = n.nodes.Get(ctx, n.cfg.Node)
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				continue // expired meanwhile
+			}
+			if err != nil {
+				return false, err
+			}
+			sent = time.Now()
+			rev, err = n.writeLease(ctx, value, e.Revision())
+			took = true
+		}
+		if isConflict(err) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		n.mu.Lock()
+		n.epoch, n.leaseRev, n.leaseOK = epoch, rev, sent
+		n.setLive(true)
+		n.mu.Unlock()
+		n.log.Info("registered", "epoch", epoch, "took_over", took)
+		return took, nil
+	}
+}
+
+// writeLease writes the lease value with the node's TTL if the key's last
+// revision is rev: a refresh, or the takeover of an earlier epoch's lease.
+func (n *Node) writeLease(ctx context.Context, value []byte, rev uint64) (uint64, error) {
+	m := &nats.Msg{Subject: n.leaseSubject(), Data: value, Header: nats.Header{}}
+	ack, err := n.js.PublishMsg(ctx, m, jetstream.WithMsgTTL(n.cfg.Lease), jetstream.WithExpectLastSequencePerSubject(rev))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// setLive records whether the lease is known to be held and wakes the
+// writers waiting for it. n.mu must be held.
+func (n *Node) setLive(live bool) {
+	if live == n.live {
+		return
+	}
+	n.live = live
+	if live {
+		close(n.liveCh)
+	} else {
+		n.liveCh = make(chan struct{})
+	}
+}
+
+// waitLive waits until the lease is known to be held, and returns the
+// epoch it is held for.
+func (n *Node) waitLive(ctx context.Context) (string, error) {
+	for {
+		n.mu.Lock()
+		if n.closed && !n.live {
+			n.mu.Unlock()
+			return "", ErrClosed
+		}
+		if n.live {
+			e := n.epoch
+			n.mu.Unlock()
+			return e, nil
+		}
+		ch := n.liveCh
+		n.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-n.stop:
+			return "", ErrClosed
+		}
+	}
+}
+
+// leaseLoop refreshes the lease every third of it. A refresh rejected on
+// its expected revision means the lease expired or was taken over: the
+// node is lost. A whole lease without an acknowledged refresh makes the
+// node hold its writes until it knows.
+func (n *Node) leaseLoop() {
+	defer n.wg.Done()
+	every := n.cfg.Lease / 3
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		case <-n.wake:
+		}
+		n.mu.Lock()
+		epoch, rev := n.epoch, n.leaseRev
+		n.mu.Unlock()
+		value, _ := json.Marshal(lease{Epoch: epoch})
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		sent := time.Now()
+		newRev, err := n.writeLease(ctx, value, rev)
+		cancel()
+		switch {
+		case err == nil:
+			n.mu.Lock()
+			n.leaseRev, n.leaseOK = newRev, sent
+			if !n.live {
+				n.log.Info("lease held again")
+			}
+			n.setLive(true)
+			n.mu.Unlock()
+		case isConflict(err):
+			if !n.stillHeld(epoch) {
+				n.lost(epoch)
+			}
+		default:
+			n.mu.Lock()
+			if n.live && time.Since(n.leaseOK) >= n.cfg.Lease {
+				n.log.Warn("lease unconfirmed for a whole lease: holding writes", "err", err)
+				n.setLive(false)
+			}
+			n.mu.Unlock()
+		}
+		t.Reset(every)
+	}
+}
+
+// stillHeld checks a refresh that failed on its expected revision: if the
+// lease still names epoch, an earlier refresh whose acknowledgement was
+// lost (sent while reconnecting) landed after all, and the lease is held
+// at its revision.
+func (n *Node) stillHeld(epoch string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Lease/3)
+	defer cancel()
+	e, err := n.nodes.Get(ctx, n.cfg.Node)
+	if err != nil {
+		return !errors.Is(err, jetstream.ErrKeyNotFound) // unknown: ask again next round
+	}
+	l, ok := decodeLease(e.Value())
+	if !ok || l.Epoch != epoch {
+		return false
+	}
+	n.mu.Lock()
+	n.leaseRev = e.Revision() // leaseOK stays: when that write landed is unknown
+	n.mu.Unlock()
+	signal(n.wake) // refresh at once from the right revision
+	return true
+}
+
+// lost handles the loss of the lease of epoch: every connection of it is
+// closed without a record, its devices still online are recorded
+// node_lost (by this node or another, whichever is first), and the node
+// registers again under a new epoch.
+func (n *Node) lost(epoch string) {
+	n.mu.Lock()
+	if n.epoch != epoch || n.closed {
+		n.mu.Unlock()
+		return
+	}
+	n.setLive(false)
+	var ended []*Conn
+	for _, c := range n.conns {
+		ended = append(ended, c)
+	}
+	clear(n.conns)
+	clear(n.byDevice)
+	n.mu.Unlock()
+	n.log.Warn("lease lost: closing connections, recording nothing for them", "epoch", epoch, "connections", len(ended))
+	for _, c := range ended {
+		c.end(ErrLeaseLost)
+	}
+	for !n.stopped() {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Lease)
+		_, err := n.reap(ctx, func(r *Record, _ map[string]string) bool {
+			return r.Node == n.cfg.Node && r.Epoch == epoch
+		})
+		if err == nil {
+			_, err = n.register(ctx)
+		}
+		cancel()
+		if err == nil {
+			n.reapOlderEpochsLater()
+			return
+		}
+		n.log.Warn("re-registering", "err", err)
+		n.sleep(n.cfg.Lease / 3)
+	}
+}
+
+func (n *Node) stopped() bool {
+	select {
+	case <-n.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d or until the node stops.
+func (n *Node) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-n.stop:
+	}
+}
+
+// Connections returns how many connections the node holds recorded online.
+func (n *Node) Connections() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.byDevice)
+}
+
+// Close records every device online at this node offline with reason
+// shutdown, ends their connections (their close functions get ErrClosed),
+// gives up the lease and stops the node's goroutines. It reports how many
+// devices it recorded offline. Connect after Close returns ErrClosed. The
+// nats connection stays open: it is the caller's. Close waits for the
+// engine as long as ctx allows.
+func (n *Node) Close(ctx context.Context) (int, error) {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return 0, ErrClosed
+	}
+	n.closed = true
+	conns := make([]*Conn, 0, len(n.byDevice))
+	for _, c := range n.byDevice {
+		conns = append(conns, c)
+	}
+	n.mu.Unlock()
+
+	recorded, firstErr := n.shutdownAll(ctx, conns)
+	n.mu.Lock()
+	rest := make([]*Conn, 0, len(n.conns))
+	for _, c := range n.conns {
+		rest = append(rest, c)
+	}
+	n.mu.Unlock()
+	for _, c := range rest {
+		c.end(ErrClosed)
+	}
+	close(n.stop)
+	_ = n.kick.Unsubscribe()
+	n.wg.Wait()
+	n.mu.Lock()
+	rev := n.leaseRev
+	n.mu.Unlock()
+	if err := n.nodes.Delete(ctx, n.cfg.Node, jetstream.LastRevision(rev)); err != nil && !isConflict(err) && firstErr == nil {
+		firstErr = err
+	}
+	return recorded, firstErr
+}
+
+// shutdownParallel bounds the offline writes Close keeps in flight.
+const shutdownParallel = 64
+
+func (n *Node) shutdownAll(ctx context.Context, conns []*Conn) (int, error) {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		recorded int
+		firstErr error
+	)
+	sem := make(chan struct{}, shutdownParallel)
+	for _, c := range conns {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := c.offline(ctx, ReasonShutdown, ErrClosed)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				recorded++
+			case errors.Is(err, ErrSuperseded), errors.Is(err, ErrLeaseLost), errors.Is(err, ErrClosed):
+			default:
+				if firstErr == nil {
+					firstErr = err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return recorded, firstErr
+}
+
+type natsMsg = nats.Msg
+
+// raiseFloor records that device's record reached rev, if a Connect of it
+// is in flight. n.mu must be held.
+func (n *Node) raiseFloor(device string, rev uint64) {
+	if n.inflight[device] > 0 && rev > n.floor[device] {
+		n.floor[device] = rev
+	}
+}

@@ -1,0 +1,285 @@
+package presence
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Store reads the fleet's presence: point lookups, scans and watches. A
+// Node has one; consumers that are not gateways make their own with
+// OpenStore. Its methods are safe for concurrent use.
+type Store struct {
+	js      jetstream.JetStream
+	prefix  string
+	devices jetstream.KeyValue
+	nodes   jetstream.KeyValue
+}
+
+// OpenStore binds to the buckets named by prefix (empty: DefaultPrefix),
+// creating them with replicas replicas (0: 1) if they are missing. It
+// returns ErrNilJetStream, ErrInvalidReplicas, or the engine's error.
+func OpenStore(ctx context.Context, js jetstream.JetStream, prefix string, replicas int) (*Store, error) {
+	if js == nil {
+		return nil, ErrNilJetStream
+	}
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if replicas == 0 {
+		replicas = 1
+	}
+	if replicas < 1 || replicas > 5 {
+		return nil, ErrInvalidReplicas
+	}
+	st := &Store{js: js, prefix: prefix}
+	var err error
+	if st.devices, err = bucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket: prefix + "-devices", History: 1, Replicas: replicas,
+		Description: "device presence: one record per device",
+	}); err != nil {
+		return nil, err
+	}
+	if st.nodes, err = bucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket: prefix + "-nodes", History: 1, Replicas: replicas, LimitMarkerTTL: markerKeep,
+		Description: "gateway node leases",
+	}); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// BindStore binds to the buckets named by prefix (empty: DefaultPrefix)
+// without creating them: a consumer that starts before any gateway must
+// not decide the buckets' replicas. It returns ErrNoBuckets while they are
+// missing, ErrNilJetStream, or the engine's error.
+func BindStore(ctx context.Context, js jetstream.JetStream, prefix string) (*Store, error) {
+	if js == nil {
+		return nil, ErrNilJetStream
+	}
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	st := &Store{js: js, prefix: prefix}
+	var err error
+	if st.devices, err = js.KeyValue(ctx, prefix+"-devices"); err == nil {
+		st.nodes, err = js.KeyValue(ctx, prefix+"-nodes")
+	}
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, ErrNoBuckets
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// ErrNoBuckets is returned by BindStore while no node has created the
+// buckets.
+var ErrNoBuckets = errors.New("presence: the buckets do not exist yet")
+
+// bucket binds to cfg's bucket, creating it if it is missing. Two nodes
+// that start at once may both try to create it; the loser binds.
+func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	for {
+		kv, err := js.KeyValue(ctx, cfg.Bucket)
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return kv, err
+		}
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if !errors.Is(err, jetstream.ErrBucketExists) {
+			return kv, err
+		}
+	}
+}
+
+// ErrNotFound is returned by Lookup for a device that has no record.
+var ErrNotFound = errors.New("presence: no record of the device")
+
+// Lookup returns device's current record, ErrNotFound if it has none, or
+// ErrInvalidDeviceID.
+func (st *Store) Lookup(ctx context.Context, device string) (Record, error) {
+	if !ValidDeviceID(device) {
+		return Record{}, ErrInvalidDeviceID
+	}
+	r, ok, err := st.get(ctx, device, EncodeKey(device))
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return r, err
+}
+
+// get returns the record under key, false if there is none (or the value
+// is not a record).
+func (st *Store) get(ctx context.Context, device, key string) (Record, bool, error) {
+	e, err := st.devices.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, err
+	}
+	r, ok := decodeRecord(device, e.Revision(), e.Value())
+	return r, ok, nil
+}
+
+// Watch calls fn with the current record of every device, then replayed
+// with how many that was, then fn with every record written afterwards,
+// until ctx ends or the engine fails the watch; it returns ctx's error or
+// the engine's. Calls come from one goroutine, in revision order; per
+// device the revisions strictly increase. A watch that lags (or that the
+// engine restarts after a stall) may skip intermediate records of a
+// device, never its latest. replayed may be nil. Watch keeps the last
+// revision of each device it has seen, a few dozen bytes per device.
+func (st *Store) Watch(ctx context.Context, fn func(Record), replayed func(n int)) error {
+	seen := make(map[string]uint64) // key → last revision given to fn
+	first := true
+	for {
+		err := st.watchOnce(ctx, seen, fn, func(n int) {
+			if first && replayed != nil {
+				replayed(n)
+			}
+			first = false
+		})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !errors.Is(err, errWatchEnded) {
+			return err
+		}
+		// The engine ended the watcher (its connection closed for good):
+		// start another; seen skips what was given already.
+	}
+}
+
+// watchOnce runs one engine watcher for Watch.
+func (st *Store) watchOnce(ctx context.Context, seen map[string]uint64, fn func(Record), replayed func(n int)) error {
+	w, err := st.devices.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Stop() }()
+	n, replaying := 0, true
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errWatchEnded
+			}
+			if e == nil {
+				if replaying {
+					replayed(n)
+				}
+				replaying = false
+				continue
+			}
+			if e.Revision() <= seen[e.Key()] {
+				continue
+			}
+			device, ok := DecodeKey(e.Key())
+			if !ok {
+				continue
+			}
+			r, ok := decodeRecord(device, e.Revision(), e.Value())
+			if !ok {
+				continue
+			}
+			seen[e.Key()] = e.Revision()
+			if replaying {
+				n++
+			}
+			fn(r)
+		}
+	}
+}
+
+var errWatchEnded = errors.New("presence: the engine ended the watch")
+
+// scanRecords returns every device record as the bucket holds it now.
+func (st *Store) scanRecords(ctx context.Context) ([]Record, error) {
+	var out []Record
+	err := scan(ctx, st.devices, func(e jetstream.KeyValueEntry) {
+		device, ok := DecodeKey(e.Key())
+		if !ok {
+			return
+		}
+		if r, ok := decodeRecord(device, e.Revision(), e.Value()); ok {
+			out = append(out, r)
+		}
+	})
+	return out, err
+}
+
+// liveNodes returns the epoch of every node that holds a lease now.
+func (st *Store) liveNodes(ctx context.Context) (map[string]string, error) {
+	live := make(map[string]string)
+	err := scan(ctx, st.nodes, func(e jetstream.KeyValueEntry) {
+		if l, ok := decodeLease(e.Value()); ok {
+			live[e.Key()] = l.Epoch
+		}
+	})
+	return live, err
+}
+
+// scan calls fn with the latest entry of every live key of kv.
+func scan(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry)) error {
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errWatchEnded
+			}
+			if e == nil {
+				return nil
+			}
+			fn(e)
+		}
+	}
+}
+
+// Prune removes the records of devices offline since before t and reports
+// how many it removed. Each removal compares the revision it read, so a
+// device that comes online meanwhile keeps its record. A pruned device
+// that connects again gets a new record.
+func (st *Store) Prune(ctx context.Context, before time.Time) (int, error) {
+	recs, err := st.scanRecords(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range recs {
+		if r.State != Offline || !r.At.Before(before) {
+			continue
+		}
+		err := st.devices.Purge(ctx, EncodeKey(r.Device), jetstream.LastRevision(r.Rev))
+		if isConflict(err) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// isConflict reports whether err is a failed compare-and-set.
+func isConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
