@@ -14,7 +14,7 @@ import (
 // last line says where each guarantee is mapped to its tests.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(), goleak.Cleanup(func(code int) {
-		fmt.Println("heartbeat: each guarantee and the tests that prove it: docs/guarantees.md#the-heartbeat-package")
+		fmt.Println("See docs/guarantees.md#the-heartbeat-package for each guarantee of package heartbeat and the tests that prove it.")
 		os.Exit(code)
 	}))
 }
