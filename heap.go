@@ -1,5 +1,7 @@
 package schedule
 
+import "math"
+
 // entry is one element of the deadline heap. It holds no pointers, so the
 // garbage collector never scans the heap, however large it grows.
 type entry struct {
@@ -14,53 +16,59 @@ type entry struct {
 //
 // It belongs to the owner goroutine; nothing else may touch it.
 //
-// When track is non-nil (eager cancel), the heap tells it where every entry
-// moves, and when an entry leaves.
+// A heap that keeps positions (eager cancel, keepPositions) records in pos,
+// indexed by slot, the index of each slot's entry: at most one per slot, so
+// that removing a task's entry, or moving it, starts from its index. An
+// entry that leaves the heap leaves its position behind; indexOf tells it
+// stale by the slot of the entry it points at, and the slot's next entry
+// overwrites it.
 type deadlineHeap struct {
 	items []entry
-	track positions
+	pos   []uint32 // nil: no positions kept
 }
 
-// positions keeps the index of each slot's entry in the heap, which the heap
-// tells it every time an entry moves.
-type positions interface {
-	// place records that slot's entry is at index i; noPosition when it
-	// left the heap.
-	place(slot uint32, i int)
-	// position returns the index place last recorded for slot.
-	position(slot uint32) int
-}
-
-// noPosition is the index of an entry that left the heap.
-const noPosition = -1
+// noPosition is the position of a slot that has had no entry yet. No index
+// reaches it: the heap holds at most one entry per slot, and slots are
+// uint32s.
+const noPosition = math.MaxUint32
 
 const heapArity = 4
 
 func (h *deadlineHeap) len() int   { return len(h.items) }
 func (h *deadlineHeap) top() entry { return h.items[0] }
 
-func (h *deadlineHeap) put(i int, e entry) {
-	h.items[i] = e
-	if h.track != nil {
-		h.track.place(e.slot, i)
-	}
+// keepPositions makes the heap record every entry's position. It must be
+// called while the heap is empty.
+func (h *deadlineHeap) keepPositions() {
+	h.pos = growPositions(nil, minHeapCap)
 }
 
-func (h *deadlineHeap) forget(e entry) {
-	if h.track != nil {
-		h.track.place(e.slot, noPosition)
+// growPositions returns pos with room for at least n slots, the new ones at
+// noPosition.
+func growPositions(pos []uint32, n int) []uint32 {
+	grown := make([]uint32, n)
+	copy(grown, pos)
+	for i := len(pos); i < n; i++ {
+		grown[i] = noPosition
+	}
+	return grown
+}
+
+func (h *deadlineHeap) put(i int, e entry) {
+	h.items[i] = e
+	if h.pos != nil {
+		h.pos[e.slot] = uint32(i)
 	}
 }
 
 // indexOf returns the index of slot's entry, and false when the heap keeps
-// no positions or slot has no entry: it left the heap as it reached the
-// top, or in a rebuild.
+// no positions or slot has no entry.
 func (h *deadlineHeap) indexOf(slot uint32) (int, bool) {
-	if h.track == nil {
+	if int(slot) >= len(h.pos) {
 		return 0, false
 	}
-	i := h.track.position(slot)
-	return i, i >= 0 && i < len(h.items) && h.items[i].slot == slot
+	i := h.pos[slot]
+	return int(i), i < uint32(len(h.items)) && h.items[i].slot == slot
 }
 
 // push adds e. A full heap doubles its capacity, where append would grow
@@ -72,6 +80,9 @@ func (h *deadlineHeap) indexOf(slot uint32) (int, bool) {
 func (h *deadlineHeap) push(e entry) {
 	if len(h.items) == cap(h.items) {
 		h.resize(2 * len(h.items))
+	}
+	if h.pos != nil && int(e.slot) >= len(h.pos) {
+		h.pos = growPositions(h.pos, max(2*len(h.pos), int(e.slot)+1))
 	}
 	h.items = append(h.items, e)
 	h.up(len(h.items)-1, e)
@@ -85,7 +96,6 @@ func (h *deadlineHeap) pop() {
 // removeAt removes the entry at index i.
 func (h *deadlineHeap) removeAt(i int) {
 	last := len(h.items) - 1
-	h.forget(h.items[i])
 	e := h.items[last]
 	h.items = h.items[:last]
 	if i == last {
@@ -159,21 +169,36 @@ func (h *deadlineHeap) heapify() {
 	for i := (n - 2) / heapArity; i >= 0; i-- {
 		h.down(i, h.items[i])
 	}
-	if h.track != nil {
+	if h.pos != nil {
+		// down placed only the entries it moved.
 		for i, e := range h.items {
-			h.track.place(e.slot, i)
+			h.pos[e.slot] = uint32(i)
 		}
 	}
 }
 
 // shrink gives memory back after the heap emptied out: when less than
 // 1/shrinkShare of its capacity is used, the slice is copied into one twice
-// the length. Growth and shrinkage together stay amortised O(1) per entry.
-// Removing entries does not shrink the heap: the owner calls shrink when
-// no deadline is near (owner.shrinkWhenQuiet).
+// the length, and so are the positions, if they are kept, when less than
+// 1/shrinkShare of them cover a slot that has an entry. Growth and
+// shrinkage together stay amortised O(1) per entry. Removing entries does
+// not shrink the heap: the owner calls shrink when no deadline is near
+// (owner.shrinkWhenQuiet).
 func (h *deadlineHeap) shrink() {
-	if c := cap(h.items); c > minHeapCap && len(h.items) < c/shrinkShare {
-		h.resize(2 * len(h.items))
+	c := cap(h.items)
+	if c <= minHeapCap || len(h.items) >= c/shrinkShare {
+		return
+	}
+	h.resize(2 * len(h.items))
+	if h.pos == nil {
+		return
+	}
+	var top uint32 // the highest slot with an entry
+	for _, e := range h.items {
+		top = max(top, e.slot)
+	}
+	if n := int(top) + 1; len(h.pos) > minPositions && len(h.pos)/shrinkShare > n {
+		h.pos = growPositions(h.pos[:n], max(2*n, minPositions))
 	}
 }
 
@@ -193,9 +218,13 @@ func (h *deadlineHeap) shrinkAfterRebuild() {
 }
 
 const (
-	minHeapCap  = 256
-	shrinkShare = 4
-	shrinkSlack = 16
+	minHeapCap = 256
+	// minPositions is the fewest positions shrink leaves: the slots of a
+	// slab chunk for each of its shards, which a scheduler soon spreads its
+	// tasks over again. Fewer would be regrown after every burst.
+	minPositions = shardCount * chunkSize
+	shrinkShare  = 4
+	shrinkSlack  = 16
 )
 
 func (h *deadlineHeap) resize(n int) {

@@ -20,8 +20,10 @@ func checkHeap(t *testing.T, h *deadlineHeap) {
 			p := (i - 1) / heapArity
 			require.LessOrEqual(t, h.items[p].when, e.when, "entry %d is earlier than its parent", i)
 		}
-		if h.track != nil {
-			require.Equal(t, i, h.track.position(e.slot), "index of slot %d", e.slot)
+		if h.pos != nil {
+			j, ok := h.indexOf(e.slot)
+			require.True(t, ok, "slot %d has no position", e.slot)
+			require.Equal(t, i, j, "index of slot %d", e.slot)
 		}
 	}
 }
@@ -31,7 +33,7 @@ func TestHeapMatchesASortedListUnderRandomOperations(t *testing.T) {
 		s := bare(LazyCancel)
 		h := &deadlineHeap{}
 		if indexed {
-			h.track = &eager{slab: &s.slab}
+			h.keepPositions()
 		}
 		r := rand.New(rand.NewPCG(1, 2))
 		var want []int64
@@ -71,7 +73,9 @@ func TestHeapMatchesASortedListUnderRandomOperations(t *testing.T) {
 		}
 		if indexed {
 			for slot, when := range whens {
-				assert.Equal(t, when, h.items[h.track.position(slot)].when)
+				i, ok := h.indexOf(slot)
+				require.True(t, ok, "slot %d has no position", slot)
+				assert.Equal(t, when, h.items[i].when)
 			}
 		}
 	}
@@ -94,15 +98,31 @@ func TestHeapShrinksWhenItDrains(t *testing.T) {
 	assert.LessOrEqual(t, cap(h.items), 1024)
 }
 
+func TestHeapPositionsShrinkWhenItDrains(t *testing.T) {
+	var h deadlineHeap
+	h.keepPositions()
+	for i := range 100_000 {
+		h.push(entry{when: -int64(i), slot: uint32(i)}) // the highest slots leave first
+	}
+	for h.len() > 10 {
+		h.pop()
+		h.shrink()
+	}
+	assert.LessOrEqual(t, len(h.pos), minPositions, "the positions kept the spike's slots")
+	checkHeap(t, &h)
+}
+
 func TestHeapifyRestoresOrderAndIndex(t *testing.T) {
 	s := bare(EagerCancel)
 	r := rand.New(rand.NewPCG(3, 4))
+	h := &s.owner.heap
 	for range 5000 {
 		slot, _, _ := s.allocSlot()
-		s.owner.heap.items = append(s.owner.heap.items, entry{when: r.Int64N(100), slot: slot})
+		h.push(entry{when: r.Int64N(100), slot: slot})
 	}
-	s.owner.heap.heapify()
-	checkHeap(t, &s.owner.heap)
+	r.Shuffle(h.len(), func(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] })
+	h.heapify()
+	checkHeap(t, h)
 }
 
 // After a rebuild the heap's capacity is fitted to what it grows back to

@@ -10,7 +10,7 @@ import (
 // reaches the top or the heap is rebuilt. A deadline moved earlier gets a
 // new entry, and the old one becomes a tombstone too.
 //
-// Each task's ref is the tag of its current entry; pushing an entry gives
+// Each task's tag is that of its current entry; pushing an entry gives
 // it the next tag, so that every older entry of the task stops matching
 // (current). Tags are 32 bits: before they come round, the heap is rebuilt,
 // which clears out every tombstone.
@@ -62,11 +62,11 @@ func (l *lazy) tombstones() int64 {
 }
 
 func (*lazy) push(h *deadlineHeap, slot uint32, t *task, when int64) {
-	t.ref++
-	h.push(entry{when: when, slot: slot, tag: t.ref})
+	t.tag++
+	h.push(entry{when: when, slot: slot, tag: t.tag})
 }
 
-func (*lazy) current(e entry, t *task) bool { return e.tag == t.ref }
+func (*lazy) current(e entry, t *task) bool { return e.tag == t.tag }
 
 func (l *lazy) movedEarlier(h *deadlineHeap, slot uint32, t *task, when int64) {
 	l.push(h, slot, t, when)
@@ -78,7 +78,7 @@ func (l *lazy) discarded(n int) { l.dead.Store(l.dead.Load() - int64(n)) }
 // tagsRunOut reports that t's next entry would take the last tag value
 // before they come round: the heap must first be rebuilt, clearing out
 // every tombstone, so that no old entry can match a new tag.
-func (*lazy) tagsRunOut(t *task) bool { return t.ref == math.MaxUint32-1 }
+func (*lazy) tagsRunOut(t *task) bool { return t.tag == math.MaxUint32-1 }
 
 func (l *lazy) wantsRebuild(heapLen int) bool {
 	d := l.tombstones()

@@ -19,8 +19,8 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 	s.step(0)
 	// Fast-forward the task's tag to just short of wrapping.
 	task := s.slab.at(s.slab.slotOf(id))
-	task.ref = math.MaxUint32 - 2
-	s.owner.heap.items[0].tag = task.ref
+	task.tag = math.MaxUint32 - 2
+	s.owner.heap.items[0].tag = task.tag
 
 	// Each move earlier pushes an entry with the next tag: MaxUint32-1,
 	// MaxUint32, 0, 1. The old entries must all read as tombstones.
@@ -29,7 +29,7 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 		require.True(t, s.Reset(id, time.Duration(500-i)*time.Millisecond))
 		s.step(0)
 	}
-	assert.Equal(t, uint32(1), task.ref)
+	assert.Equal(t, uint32(1), task.tag)
 	s.step(int64(2 * time.Hour))
 	require.Len(t, s.runs.q.items, 1, "dispatched once")
 	var fb freeBatch

@@ -121,8 +121,8 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 	}
 	s.cancel = newCanceller(cfg.strategy, &s.slab, &s.inbox, &s.counts)
 	s.owner.cancel = s.cancel
-	if p, ok := s.cancel.(positions); ok {
-		s.owner.heap.track = p
+	if cfg.strategy == EagerCancel {
+		s.owner.heap.keepPositions() // eager removes a task's entry by its slot
 	}
 	return s
 }

@@ -72,7 +72,7 @@ type canceller interface {
 // requests through in, finds tasks in sl and counts cancels in counts.
 func newCanceller(c CancelStrategy, sl *slab, in *inbox, counts *taskCounts) canceller {
 	if c == EagerCancel {
-		return &eager{inbox: in, slab: sl}
+		return &eager{inbox: in}
 	}
 	l := &lazy{inbox: in, slab: sl, counts: counts}
 	for i := range l.room {

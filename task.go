@@ -80,14 +80,13 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //     by whoever sees the task cancelled with no run in flight (CancelTask,
 //     or the worker ending the run), and when the slot is freed: a job that
 //     can no longer run is never kept reachable.
-//   - ref: owner goroutine only, and the cancel strategy's alone: nothing
-//     else reads or writes it. Eager cancel keeps its entry's position in
-//     the heap there (eager.place), lazy cancel the tag of its current entry
-//     (lazy.push). Both fit in the one field so that a slot stays 40 bytes.
+//   - tag: owner goroutine only, and lazy cancel's alone: the tag of the
+//     task's current entry in the heap (lazy.push). Eager cancel leaves it
+//     at zero; its heap keeps positions by slot (deadlineHeap.pos).
 type task struct {
 	word atomic.Uint64
 	gen  atomic.Uint32
-	ref  uint32
+	tag  uint32
 
 	// fn is nil for a func() job, which is then arg itself: a func value
 	// fits in an interface without an allocation.
