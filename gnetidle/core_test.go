@@ -1,7 +1,6 @@
 package gnetidle
 
 import (
-	"context"
 	"errors"
 	"math"
 	"runtime"
@@ -583,33 +582,6 @@ func TestStateNames(t *testing.T) {
 	assert.Equal(t, "writer idle", WriterIdle.String())
 	assert.Equal(t, "all idle", AllIdle.String())
 	assert.Equal(t, "State(7)", State(7).String())
-}
-
-// BenchmarkWatchRead measures the per-read cost, the heartbeat path: one
-// Reset of the connection's task among many others pending.
-func BenchmarkWatchRead(b *testing.B) {
-	s, err := schedule.New(2)
-	require.NoError(b, err)
-	defer func() { require.NoError(b, s.ShutdownContext(context.Background())) }()
-	d, err := New(s, Timeouts{Reader: time.Hour}, nil)
-	require.NoError(b, err)
-	h := &harness{t: nil, s: s, d: d}
-	l := &fakeLoop{h: h}
-	const conns = 100_000
-	ws := make([]Watch, conns)
-	for i := range ws {
-		require.NoError(b, d.Start(&fakeConn{loop: l, fd: i}, &ws[i]))
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		ws[i].Read()
-		i = (i + 1) % conns
-	}
-	b.ReportMetric(float64(conns), "conns")
-	for i := range ws {
-		ws[i].Stop()
-	}
 }
 
 func TestEndlessReaderTimeoutKeepsTheWriterTimeout(t *testing.T) {
