@@ -248,6 +248,33 @@ func TestSetTimeoutsShorterThanTheIdleTimeSoFarFiresAtOnce(t *testing.T) {
 	})
 }
 
+// TestShortenedTimeoutIsKeptWhileAFireIsInFlight: the Event comes at the
+// deadline of the connection's own, shorter, timeout even when the task
+// comes due again while the pool worker that handed over its previous fire
+// is still in its job.
+func TestShortenedTimeoutIsKeptWhileAFireIsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Timeouts{Reader: time.Minute})
+		l := h.loop()
+		l.hold = make(chan struct{})
+		c := h.open(l, Timeouts{Reader: 2 * time.Second})
+		settle(1990 * time.Millisecond)
+		// A read reaches the loop just after the fire at 2 s was handed
+		// over: that fire raises nothing, and the deadline is 4.01 s.
+		l.post(func() {
+			time.Sleep(20 * time.Millisecond)
+			h.onTraffic(c)
+		})
+		settle(3 * time.Second) // the worker is still in its job at 4.01 s
+		close(l.hold)
+		settle(2 * time.Minute)
+
+		calls := h.handled()
+		require.Len(t, calls, 1)
+		assertAt(t, 4010*time.Millisecond, calls[0].at, "2 s after the read")
+	})
+}
+
 func TestZeroTimeoutsStopTheTimingUntilSetAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Timeouts{Reader: time.Second})
