@@ -44,7 +44,7 @@ type Watch struct {
 	fired    uint8 // bit s: an Event of state s since its last activity
 	fd       int32 // conn's descriptor, its key in the Detector's table
 	d        *Detector
-	task     schedule.TaskID // 0 while none is pending or on its way
+	task     schedule.TaskID // the last one scheduled, maybe spent; 0 for none
 	armed    int64           // the deadline the task was last set to, or unarmed
 	lastRead int64
 	timeouts [numStates]int64
