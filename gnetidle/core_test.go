@@ -1,7 +1,6 @@
 package gnetidle
 
 import (
-	"context"
 	"errors"
 	"math"
 	"runtime"
@@ -246,6 +245,33 @@ func TestSetTimeoutsShorterThanTheIdleTimeSoFarFiresAtOnce(t *testing.T) {
 		require.Len(t, calls, 1)
 		assertAt(t, 5*time.Second, calls[0].at, "at once")
 		assertAt(t, 5*time.Second, calls[0].ev.Idle, "idle since the start")
+	})
+}
+
+// TestShortenedTimeoutIsKeptWhileAFireIsInFlight: the Event comes at the
+// deadline of the connection's own, shorter, timeout even when the task
+// comes due again while the pool worker that handed over its previous fire
+// is still in its job.
+func TestShortenedTimeoutIsKeptWhileAFireIsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Timeouts{Reader: time.Minute})
+		l := h.loop()
+		l.hold = make(chan struct{})
+		c := h.open(l, Timeouts{Reader: 2 * time.Second})
+		settle(1990 * time.Millisecond)
+		// A read reaches the loop just after the fire at 2 s was handed
+		// over: that fire raises nothing, and the deadline is 4.01 s.
+		l.post(func() {
+			time.Sleep(20 * time.Millisecond)
+			h.onTraffic(c)
+		})
+		settle(3 * time.Second) // the worker is still in its job at 4.01 s
+		close(l.hold)
+		settle(2 * time.Minute)
+
+		calls := h.handled()
+		require.Len(t, calls, 1)
+		assertAt(t, 4010*time.Millisecond, calls[0].at, "2 s after the read")
 	})
 }
 
@@ -583,33 +609,6 @@ func TestStateNames(t *testing.T) {
 	assert.Equal(t, "writer idle", WriterIdle.String())
 	assert.Equal(t, "all idle", AllIdle.String())
 	assert.Equal(t, "State(7)", State(7).String())
-}
-
-// BenchmarkWatchRead measures the per-read cost, the heartbeat path: one
-// Reset of the connection's task among many others pending.
-func BenchmarkWatchRead(b *testing.B) {
-	s, err := schedule.New(2)
-	require.NoError(b, err)
-	defer func() { require.NoError(b, s.ShutdownContext(context.Background())) }()
-	d, err := New(s, Timeouts{Reader: time.Hour}, nil)
-	require.NoError(b, err)
-	h := &harness{t: nil, s: s, d: d}
-	l := &fakeLoop{h: h}
-	const conns = 100_000
-	ws := make([]Watch, conns)
-	for i := range ws {
-		require.NoError(b, d.Start(&fakeConn{loop: l, fd: i}, &ws[i]))
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		ws[i].Read()
-		i = (i + 1) % conns
-	}
-	b.ReportMetric(float64(conns), "conns")
-	for i := range ws {
-		ws[i].Stop()
-	}
 }
 
 func TestEndlessReaderTimeoutKeepsTheWriterTimeout(t *testing.T) {

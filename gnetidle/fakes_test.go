@@ -25,9 +25,14 @@ type fakeLoop struct {
 	tasks          chan func()
 	h              *harness
 	done           chan struct{}
+	// hold, when not nil, keeps the caller of Execute (the pool worker
+	// running a task's job) in its call until it is closed, after r is
+	// queued: a worker that loses its processor just after handing a fire
+	// over. Set it before the loop's first connection opens.
+	hold chan struct{}
 }
 
-// Execute queues r, as gnet's does, and never blocks.
+// Execute queues r, as gnet's does.
 func (l *fakeLoop) Execute(ctx context.Context, r gnet.Runnable) error {
 	l.tasks <- func() {
 		if err := r.Run(ctx); err != nil {
@@ -35,6 +40,9 @@ func (l *fakeLoop) Execute(ctx context.Context, r gnet.Runnable) error {
 			l.h.runErrs = append(l.h.runErrs, err)
 			l.h.mu.Unlock()
 		}
+	}
+	if l.hold != nil {
+		<-l.hold
 	}
 	return nil
 }

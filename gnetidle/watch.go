@@ -38,22 +38,24 @@ const unarmed = -1
 // nothing on a nil Watch, one that is not started, or one that is stopped,
 // so that the result of WatchOf can be used without a check.
 type Watch struct {
-	d *Detector
+	// The fields a read uses come first, so that a read touches two cache
+	// lines of a Watch at most; the Watch fits a 128-byte allocation.
+	status   uint8
+	fired    uint8 // bit s: an Event of state s since its last activity
+	fd       int32 // conn's descriptor, its key in the Detector's table
+	d        *Detector
+	task     schedule.TaskID // the last one scheduled, maybe spent; 0 for none
+	armed    int64           // the deadline the task was last set to, or unarmed
+	lastRead int64
+	timeouts [numStates]int64
+	due      [numStates]int64 // when each enabled state's next Event is due
+
+	lastWrite int64
+	conn      gnet.Conn
 	// loop is the connection's event loop. It is written once, by Start,
 	// before the connection's task exists, and then read by the task's job
 	// on the scheduler's pool: everything else here belongs to the loop.
 	loop gnet.EventLoop
-
-	conn      gnet.Conn
-	fd        int             // conn's descriptor, its key in the Detector's table
-	task      schedule.TaskID // 0 while no state is enabled
-	timeouts  [numStates]int64
-	due       [numStates]int64 // when each enabled state's next Event is due
-	lastRead  int64
-	lastWrite int64
-	armed     int64 // the deadline the task was last set to, or unarmed
-	fired     uint8 // bit s: an Event of state s since its last activity
-	status    uint8
 }
 
 // Watch statuses.
@@ -82,7 +84,7 @@ func (d *Detector) Start(c gnet.Conn, w *Watch) error {
 		return ErrConnWatched
 	}
 	now := d.now()
-	w.d, w.conn, w.fd, w.loop = d, c, c.Fd(), c.EventLoop()
+	w.d, w.conn, w.fd, w.loop = d, c, int32(c.Fd()), c.EventLoop()
 	w.lastRead, w.lastWrite = now, now
 	w.armed = unarmed
 	w.status = watching
@@ -93,7 +95,7 @@ func (d *Detector) Start(c gnet.Conn, w *Watch) error {
 		w.conn = nil
 		return fmt.Errorf("gnetidle: cannot watch the connection: %w", err)
 	}
-	d.conns.store(w.fd, w)
+	d.conns.store(int(w.fd), w)
 	// Counted only once scheduled, so that Stats never counts a
 	// connection that is refused.
 	d.watched.Add(1)
@@ -133,7 +135,7 @@ func (w *Watch) active(s State) (now int64) {
 			w.due[st] = after(now, t)
 		}
 	}
-	w.rearm(now)
+	_ = w.rearm(now) // fails only once the scheduler is shut down
 	return now
 }
 
@@ -182,7 +184,7 @@ func (w *Watch) Stop() {
 		w.d.s.CancelTask(w.task)
 		w.task = 0
 	}
-	w.d.conns.remove(w.fd, w)
+	w.d.conns.remove(int(w.fd), w)
 	w.conn = nil
 	w.d.watched.Add(-1)
 }
@@ -197,29 +199,7 @@ func (w *Watch) setTimeouts(t Timeouts, now int64) error {
 			w.due[s] = after(w.lastActive(s), d)
 		}
 	}
-	if _, ok := w.earliest(); !ok {
-		if w.task != 0 {
-			w.d.s.CancelTask(w.task)
-			w.task = 0
-		}
-		w.armed = unarmed
-		return nil
-	}
-	if w.task == 0 {
-		// A repeating task: it stays pending for the connection's whole
-		// life, so that Reset always finds it, even while a fire of it is
-		// on its way to the event loop. Each fire re-arms it for the exact
-		// deadline; the interval only matters if a fire is lost.
-		every := w.shortest()
-		id, err := w.d.s.ScheduleWith(fire, w, time.Duration(every))
-		if err != nil {
-			return err
-		}
-		w.task = id
-		w.armed = after(now, every)
-	}
-	w.rearm(now)
-	return nil
+	return w.rearm(now)
 }
 
 // lastActive is when the activity state s watches last happened.
@@ -245,30 +225,41 @@ func (w *Watch) earliest() (int64, bool) {
 	return next, ok
 }
 
-// shortest is the shortest enabled timeout; there is one.
-func (w *Watch) shortest() int64 {
-	d := int64(math.MaxInt64)
-	for _, t := range w.timeouts {
-		if t > 0 {
-			d = min(d, t)
+// rearm sets the connection's task for the earliest deadline of the
+// enabled states, unless it is set for it already, and cancels it when no
+// state is enabled. It returns the scheduler's error when it cannot
+// schedule (once it is shut down: nothing fires then anyway).
+//
+// The task is a one-shot, due at the deadline itself: a Reset per read
+// keeps it pending while the connection is active. Once it has fired,
+// Reset no longer finds it, and rearm schedules the next; its run, on its
+// way to the event loop, then finds the next deadline already armed. So
+// the next fire is always due at the earliest deadline, whenever the
+// deadlines change, and never at an interval fixed in advance.
+func (w *Watch) rearm(now int64) error {
+	next, ok := w.earliest()
+	if !ok {
+		if w.task != 0 {
+			w.d.s.CancelTask(w.task)
+			w.task = 0
 		}
+		w.armed = unarmed
+		return nil
 	}
-	return d
-}
-
-// rearm moves the task to the earliest deadline, unless it is there
-// already.
-func (w *Watch) rearm(now int64) {
-	if w.task == 0 {
-		return
-	}
-	next, _ := w.earliest()
 	if next == w.armed {
-		return
+		return nil
 	}
-	// Reset fails only once the scheduler is shut down: nothing fires then.
-	w.d.s.Reset(w.task, time.Duration(next-now))
+	delay := time.Duration(next - now)
+	if w.task == 0 || !w.d.s.Reset(w.task, delay) {
+		id, err := w.d.s.ScheduleOneWith(fire, w, delay)
+		if err != nil {
+			w.task, w.armed = 0, unarmed
+			return err
+		}
+		w.task = id
+	}
 	w.armed = next
+	return nil
 }
 
 // fire is the job of every connection's task, on the scheduler's pool: it
@@ -328,9 +319,9 @@ func (w *Watch) run() error {
 			return nil // the Handler closed it, or stopped the Watch
 		}
 	}
-	// The fire moved the repeating task to its next interval: set it to
-	// the next deadline whatever it was armed for.
+	// The task that fired is spent: arm the next, unless a read or the
+	// Handler armed it already.
 	w.armed = unarmed
-	w.rearm(d.now())
+	_ = w.rearm(d.now())
 	return nil
 }

@@ -46,7 +46,8 @@
 //	-fall d          window after the start in which silent clients stop (default 2 × idle)
 //	-grace d         wait after the last silent client's deadline before counting (default 2s)
 //	-servers list    servers to measure, in order (default schedule,tick,net; tickfix, reset, stamp too)
-//	-rounds n        measure the servers this many times, interleaved (default 1)
+//	-rounds n        measure the servers this many times, interleaved, each round
+//	                 starting one server further on in the list (default 1)
 //	-per-process n   connections per process at most (default 15000); server and
 //	                 load processes are as many as that needs, unless set:
 //	-server-procs n  server processes (gateway shards) per server
@@ -151,7 +152,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.StringVar(&servers, "servers", servers, "servers to measure, in order: "+strings.Join(allModes, ", ")+
 		"; also "+modeTickFix+", the OnTick heap fixed on every read, and "+modeReset+" and "+modeStamp+
 		", go-schedule on its own with a Reset or a time stored per read")
-	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "measure the servers this many times, interleaved")
+	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "measure the servers this many times, interleaved, each round starting one server further on")
 	fs.IntVar(&c.PerProcess, "per-process", c.PerProcess, "connections per process at most, below the limit of open files per process")
 	fs.IntVar(&c.ServerProcs, "server-procs", 0, "server processes per server (default: as -per-process needs)")
 	fs.IntVar(&c.Loaders, "loaders", 0, "load processes (default: as -per-process needs)")

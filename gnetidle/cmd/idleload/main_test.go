@@ -119,6 +119,35 @@ func TestReportShowsEveryRow(t *testing.T) {
 	assert.Contains(t, out.String(), "1052.63 µs/s", "1 s of CPU over 10 s and 95 connections")
 }
 
+func TestEachRoundStartsOneServerFurtherOn(t *testing.T) {
+	modes := []string{modeSchedule, modeReset, modeTick}
+	assert.Equal(t, modes, roundOrder(modes, 0))
+	assert.Equal(t, []string{modeReset, modeTick, modeSchedule}, roundOrder(modes, 1))
+	assert.Equal(t, []string{modeTick, modeSchedule, modeReset}, roundOrder(modes, 2))
+	assert.Equal(t, modes, roundOrder(modes, 3))
+	assert.Equal(t, []string{modeSchedule, modeReset, modeTick}, modes, "left as it was")
+}
+
+func TestRoundTablesKeepTheColumnsAndNameTheOrder(t *testing.T) {
+	modes := []string{modeSchedule, modeTick}
+	r := &report{cfg: config{Rounds: 2, Modes: modes}}
+	for round := range 2 {
+		for _, mode := range roundOrder(modes, round) {
+			m := good()
+			m.Mode, m.Round = mode, round
+			r.results = append(r.results, m)
+		}
+	}
+	var out bytes.Buffer
+	r.write(&out)
+	text := out.String()
+	assert.Contains(t, text, "round 1, run in the order schedule, tick\n")
+	assert.Contains(t, text, "round 2, run in the order tick, schedule\n")
+	second := text[strings.Index(text, "round 2"):]
+	assert.Less(t, strings.Index(second, label(modeSchedule)), strings.Index(second, label(modeTick)),
+		"the columns of round 2 in the order of -servers")
+}
+
 func TestFlags(t *testing.T) {
 	var out bytes.Buffer
 	c, err := parseFlags([]string{"-conns", "100000"}, &out)

@@ -34,7 +34,7 @@ func label(mode string) string {
 // report is a whole run's results.
 type report struct {
 	cfg     config
-	results []modeResult // round by round, in the order of cfg.Modes
+	results []modeResult // round by round, each round in the order it ran
 }
 
 func writeHeader(w io.Writer, c config) {
@@ -148,8 +148,16 @@ func (r *report) write(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 		if r.cfg.Rounds > 1 {
-			fmt.Fprintf(w, "round %d\n", round+1)
+			var order []string
+			for _, m := range rs {
+				order = append(order, m.Mode)
+			}
+			fmt.Fprintf(w, "round %d, run in the order %s\n", round+1, strings.Join(order, ", "))
 		}
+		// The columns in the order of -servers in every round.
+		slices.SortStableFunc(rs, func(a, b modeResult) int {
+			return slices.Index(r.cfg.Modes, a.Mode) - slices.Index(r.cfg.Modes, b.Mode)
+		})
 		writeTable(w, rs)
 	}
 	if r.cfg.Rounds > 1 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,7 +30,7 @@ func runLoad(ctx context.Context, c config, stdout, stderr io.Writer) ([]loadtes
 	rep := &report{cfg: c}
 	writeHeader(stdout, c)
 	for round := range c.Rounds {
-		for _, mode := range c.Modes {
+		for _, mode := range roundOrder(c.Modes, round) {
 			res, err := runMode(ctx, c, mode, round, stderr)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", label(mode), err)
@@ -39,6 +40,15 @@ func runLoad(ctx context.Context, c config, stdout, stderr io.Writer) ([]loadtes
 	}
 	rep.write(stdout)
 	return rep.failures(), nil
+}
+
+// roundOrder is the order in which the servers run in round r: modes
+// turned r places, so that over the rounds each server runs first, second,
+// and so on, as often as the others, and no server's figures carry a place
+// it always has in a round.
+func roundOrder(modes []string, r int) []string {
+	k := r % len(modes)
+	return append(slices.Clone(modes[k:]), modes[:k]...)
 }
 
 // runMode runs one server's processes and load processes through the
