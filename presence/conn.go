@@ -47,8 +47,9 @@ const attemptWithin = 2 * time.Second
 
 // Connect records device online at this node, for a new connection, and
 // returns it once the engine holds the record. While the engine is
-// unreachable, or the node's lease is unconfirmed, it waits, as long as
-// ctx allows. The newest connection wins: the device's connection before
+// unreachable, the node's lease is unconfirmed, the node is recording the
+// devices of a lease it lost node_lost, or 64 of its writes are in flight
+// already, it waits, as long as ctx allows. The newest connection wins: the device's connection before
 // it, here or at another node, is ended (its end function gets
 // ErrSuperseded) and records nothing more.
 //

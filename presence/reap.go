@@ -12,7 +12,7 @@ import (
 // orphaned, given the leases held after the scan, and reports how many it
 // recorded. Each write compares the revision scanned: a record that
 // changed since (a newer connection, another reaper) is left alone. A reap
-// has no deadline of its own: its scan of every record and its batches of
+// has no deadline of its own: its scan of every record and its window of
 // writes each fail only when the engine stops answering for a lease
 // (errStalled), however long the whole takes; a reap that fails keeps
 // what it wrote, and the next skips those records.
@@ -97,7 +97,7 @@ func (n *Node) writeNodeLost(ctx context.Context, recs []*Record) (int, error) {
 
 // orphaned says a record is orphaned when its node holds no lease. The
 // records of a node that holds one are that node's business, even under
-// an older epoch (it restarted; see reapPredecessor).
+// an older epoch (it restarted; see reapOlderEpochs).
 func orphaned(r *Record, live map[string]string) bool {
 	_, ok := live[r.Node]
 	return !ok
