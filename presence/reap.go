@@ -116,7 +116,7 @@ func (n *Node) watchNodes() {
 			continue
 		}
 		n.followNodes(w)
-		_ = w.Stop()
+		stopWatch(w)
 	}
 }
 

@@ -160,7 +160,7 @@ func (st *Store) watchOnce(ctx context.Context, seen map[string]uint64, fn func(
 	if err != nil {
 		return err
 	}
-	defer func() { _ = w.Stop() }()
+	defer stopWatch(w)
 	n, replaying := 0, true
 	for {
 		select {
@@ -199,6 +199,15 @@ func (st *Store) watchOnce(ctx context.Context, seen map[string]uint64, fn func(
 
 var errWatchEnded = errors.New("presence: the engine ended the watch")
 
+// stopWatch stops w and takes what its delivery goroutine still holds: a
+// watcher left with a full channel would block that goroutine for good.
+// The channel is closed once the goroutine has ended.
+func stopWatch(w jetstream.KeyWatcher) {
+	_ = w.Stop()
+	for range w.Updates() {
+	}
+}
+
 // scanRecords returns every device record as the bucket holds it now,
 // or errStalled if the engine sends nothing for stall (0: no bound).
 func (st *Store) scanRecords(ctx context.Context, stall time.Duration) ([]Record, error) {
@@ -235,7 +244,7 @@ func scan(ctx context.Context, kv jetstream.KeyValue, stall time.Duration, fn fu
 	if err != nil {
 		return err
 	}
-	defer func() { _ = w.Stop() }()
+	defer stopWatch(w)
 	var stalled <-chan time.Time
 	var t *time.Timer
 	if stall > 0 {
