@@ -68,7 +68,8 @@
 // its reap. Markers are not a guarantee (a watcher stalls for tens of
 // seconds when its server dies; a marker disappears after LimitMarkerTTL),
 // so the reaper also reaps when its listing misses a node that the last
-// one had, and every Config.ScanEvery in any case. A reap scans all
+// one had, and every Config.ScanEvery in any case (four leases, at least
+// a minute: the scan reads every record). A reap scans all
 // records and records node_lost for every online record whose node holds
 // no lease. A killed node's devices are thus recorded node_lost within one
 // lease plus a scan by the fast path, two leases plus a scan by the

@@ -283,6 +283,7 @@ func (n *Node) leaseLoop() {
 	}
 }
 
+// later returns the later of a and b.
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
