@@ -79,7 +79,11 @@
 // wins.
 //
 // A scan reads the records first and the leases after, so that a node that
-// registered and recorded devices during the scan is seen live.
+// registered and recorded devices during the scan is seen live. The
+// leases are listed by a watch, which may end before a lease refreshed
+// while it ran; a node missing from a listing is therefore read once more
+// by its key before it counts as gone, for a reap as for the listing each
+// lease.
 //
 // A node restarted with the same id finds its predecessor's lease, takes it
 // over with its own epoch (compare-and-set on the lease's revision) and,

@@ -2,6 +2,7 @@ package presence
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -27,6 +28,9 @@ func (n *Node) reap(ctx context.Context, isDead func(r *Record, live map[string]
 	if err != nil {
 		return 0, err
 	}
+	if err := n.confirmGone(ctx, recs, live); err != nil {
+		return 0, err
+	}
 	var dead []*Record
 	for i := range recs {
 		if r := &recs[i]; r.State == Online && isDead(r, live) {
@@ -38,6 +42,48 @@ func (n *Node) reap(ctx context.Context, isDead func(r *Record, live map[string]
 		n.log.Info("recorded devices node_lost", "devices", reaped)
 	}
 	return reaped, err
+}
+
+// confirmGone reads the lease of each node that online records name and
+// the listing does not, and adds those it finds to live.
+func (n *Node) confirmGone(ctx context.Context, recs []Record, live map[string]string) error {
+	checked := make(map[string]bool)
+	for i := range recs {
+		node := recs[i].Node
+		if recs[i].State != Online || checked[node] {
+			continue
+		}
+		checked[node] = true
+		if err := n.confirm(ctx, node, live); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// confirm reads node's lease unless live has it, and adds it to live if
+// it is held. A listing is a watch that ends when it has had as many
+// entries as the bucket held when it began; a lease refreshed during it
+// is delivered again and counts twice, so another lease can fall after
+// the end. A read of the key is exact, and the nodes missing are few:
+// usually the lost ones.
+func (n *Node) confirm(ctx context.Context, node string, live map[string]string) error {
+	if _, ok := live[node]; ok {
+		return nil
+	}
+	gctx, cancel := context.WithTimeout(ctx, attemptWithin)
+	e, err := n.nodes.Get(gctx, node)
+	cancel()
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	if l, ok := decodeLease(e.Value()); ok {
+		live[node] = l.Epoch
+	}
+	return nil
 }
 
 // writeNodeLost writes node_lost for each of recs, each compared with the
@@ -177,6 +223,16 @@ func (n *Node) reconcileLoop(took bool) {
 		ctx, cancel := context.WithTimeout(n.run, n.cfg.Lease)
 		live, err := n.liveNodes(ctx, n.cfg.Lease)
 		cancel()
+		if err == nil {
+			n.mu.Lock()
+			known := n.known
+			n.mu.Unlock()
+			for id := range known {
+				if err == nil {
+					err = n.confirm(n.run, id, live) // not a full scan for a listing that missed a lease
+				}
+			}
+		}
 		if err == nil {
 			n.mu.Lock()
 			for id := range n.known {
