@@ -12,11 +12,13 @@ const (
 	DefaultLease = 15 * time.Second
 	// DefaultPrefix names the buckets and subjects.
 	DefaultPrefix = "presence"
-	// scanLeases is ScanEvery in leases when it is not set: often enough to
-	// repair what the fast path missed within a minute at the default
-	// lease, rarely enough that the scan of every record is a small part
-	// of the engine's work.
+	// scanLeases and scanFloor make ScanEvery when it is not set: four
+	// leases, at least a minute. The scan repairs what the expiry markers
+	// and the listing each lease missed, within a minute; it reads every
+	// record, so a short lease, chosen for fast detection, must not make
+	// it a scan of the whole fleet every few seconds.
 	scanLeases = 4
+	scanFloor  = time.Minute
 	// markerKeep is how long the nodes bucket keeps a lease's expiry
 	// marker: far longer than any watcher stall, and the listing repairs
 	// what a longer absence misses.
@@ -40,7 +42,7 @@ type Config struct {
 	Prefix string
 	// ScanEvery is how often the live node with the smallest id scans
 	// every record for devices online at a node without a lease. Zero
-	// means four leases.
+	// means four leases, at least a minute.
 	ScanEvery time.Duration
 	// Logger receives what the node does about its lease and reaping.
 	// Nil discards it.
@@ -69,7 +71,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Prefix = DefaultPrefix
 	}
 	if c.ScanEvery <= 0 {
-		c.ScanEvery = scanLeases * c.Lease
+		c.ScanEvery = max(scanLeases*c.Lease, scanFloor)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -47,8 +47,9 @@ const attemptWithin = 2 * time.Second
 
 // Connect records device online at this node, for a new connection, and
 // returns it once the engine holds the record. While the engine is
-// unreachable, or the node's lease is unconfirmed, it waits, as long as
-// ctx allows. The newest connection wins: the device's connection before
+// unreachable, the node's lease is unconfirmed, the node is recording the
+// devices of a lease it lost node_lost, or 64 of its writes are in flight
+// already, it waits, as long as ctx allows. The newest connection wins: the device's connection before
 // it, here or at another node, is ended (its end function gets
 // ErrSuperseded) and records nothing more.
 //
@@ -134,6 +135,13 @@ func (c *Conn) online(ctx context.Context) (*Record, error) {
 		n.mu.Lock()
 		c.epoch = epoch
 		n.mu.Unlock()
+		if err := n.acquire(ctx); err != nil {
+			return nil, err
+		}
+		if !n.liveAt(epoch) {
+			n.release()
+			continue // the lease went while this write waited for a slot
+		}
 		rec := Record{State: Online, Node: n.cfg.Node, Reason: ReasonConnect, Epoch: epoch, Conn: c.num, At: time.Now().UTC()}
 		actx, cancel := context.WithTimeout(ctx, attemptWithin)
 		prev, found, err := n.get(actx, c.device, c.key)
@@ -142,6 +150,7 @@ func (c *Conn) online(ctx context.Context) (*Record, error) {
 		case err != nil:
 		case found && prev.sameConn(&rec) && prev.State == Online:
 			cancel()
+			n.release()
 			c.rev = prev.Rev // our own write, whose acknowledgement was lost
 			return nil, nil
 		case found:
@@ -150,6 +159,7 @@ func (c *Conn) online(ctx context.Context) (*Record, error) {
 			rev, err = n.devices.Create(actx, c.key, rec.encode())
 		}
 		cancel()
+		n.release()
 		if err == nil {
 			c.rev = rev
 			if found {
@@ -204,11 +214,19 @@ func (c *Conn) offline(ctx context.Context, reason Reason, endWith error) error 
 			c.finish(ErrLeaseLost, nil)
 			return ErrLeaseLost
 		}
+		if err := n.acquire(ctx); err != nil {
+			return err
+		}
+		if !n.liveAt(c.epoch) {
+			n.release()
+			continue // the lease went while this write waited for a slot
+		}
 		rec := Record{State: Offline, Node: n.cfg.Node, Reason: reason, Epoch: c.epoch, Conn: c.num, At: time.Now().UTC()}
 		actx, cancel := context.WithTimeout(ctx, attemptWithin)
 		var rev uint64
 		rev, err = n.devices.Update(actx, c.key, rec.encode(), c.rev)
 		cancel()
+		n.release()
 		if err == nil {
 			n.mu.Lock()
 			n.raiseFloor(c.device, rev)
@@ -217,9 +235,13 @@ func (c *Conn) offline(ctx context.Context, reason Reason, endWith error) error 
 			return nil
 		}
 		if isConflict(err) {
+			if err := n.acquire(ctx); err != nil {
+				return err
+			}
 			actx, cancel := context.WithTimeout(ctx, attemptWithin)
 			cur, found, gerr := n.get(actx, c.device, c.key)
 			cancel()
+			n.release()
 			if gerr == nil {
 				if found && cur.sameConn(&rec) && cur.State == Offline && cur.Reason == reason {
 					c.finish(nil, endWith) // our own write, whose acknowledgement was lost
@@ -313,4 +335,11 @@ func (n *Node) onKick(m *natsMsg) {
 		n.forget(c)
 		c.end(ErrSuperseded)
 	}
+}
+
+// liveAt reports whether writes may go for epoch.
+func (n *Node) liveAt(epoch string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.live && n.epoch == epoch
 }

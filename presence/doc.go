@@ -31,8 +31,11 @@
 //     has a TTL of the node's lease (whole seconds, at least 1 s) and is
 //     refreshed every third of it by a publish carrying Nats-TTL and
 //     Nats-Expected-Last-Subject-Sequence, so that a refresh never revives
-//     a lease that expired or was taken over. The bucket keeps an expiry
-//     marker for an hour (LimitMarkerTTL).
+//     a lease that expired or was taken over. One refresh is in flight at
+//     a time, and its answer is awaited until the lease it extends would
+//     end: under load the answer comes late, and a second refresh sent
+//     meanwhile would only fail on the revision the first one moved. The
+//     bucket keeps an expiry marker for an hour (LimitMarkerTTL).
 //
 // # Who writes what
 //
@@ -65,7 +68,8 @@
 // its reap. Markers are not a guarantee (a watcher stalls for tens of
 // seconds when its server dies; a marker disappears after LimitMarkerTTL),
 // so the reaper also reaps when its listing misses a node that the last
-// one had, and every Config.ScanEvery in any case. A reap scans all
+// one had, and every Config.ScanEvery in any case (four leases, at least
+// a minute: the scan reads every record). A reap scans all
 // records and records node_lost for every online record whose node holds
 // no lease. A killed node's devices are thus recorded node_lost within one
 // lease plus a scan by the fast path, two leases plus a scan by the
@@ -75,7 +79,11 @@
 // wins.
 //
 // A scan reads the records first and the leases after, so that a node that
-// registered and recorded devices during the scan is seen live.
+// registered and recorded devices during the scan is seen live. The
+// leases are listed by a watch, which may end before a lease refreshed
+// while it ran; a node missing from a listing is therefore read once more
+// by its key before it counts as gone, for a reap as for the listing each
+// lease.
 //
 // A node restarted with the same id finds its predecessor's lease, takes it
 // over with its own epoch (compare-and-set on the lease's revision) and,
@@ -91,11 +99,25 @@
 // writes go on. If the refresh fails on the expected sequence, its lease
 // expired or was taken over, and others may have recorded its devices
 // node_lost: it closes all its connections and records nothing for them,
-// reaps its own old epoch itself (the only reaper of a one-node fleet; a
-// compare-and-set with any other reaper), and registers again under a
-// new epoch; one lease later it reaps once more, for an online write of
-// the old epoch that landed after its own reap. Its devices reconnect as
-// new connections.
+// and registers again under a new epoch, which takes two requests. It
+// then holds its writes until it has reaped its own old epoch itself (the
+// only reaper of a one-node fleet; a compare-and-set with any other
+// reaper), so that no device's new online replaces the old one before it
+// is recorded node_lost; one lease later it reaps once more, for an
+// online write of the old epoch that landed after its own reap. Its
+// devices reconnect as new connections.
+//
+// # Under load
+//
+// A node keeps at most 64 device writes (onlines, offlines; node_lost
+// writes of a reap likewise) waiting on the engine at once; the rest wait
+// in the node. A connect storm of tens of thousands of devices thus adds
+// a few dozen requests to the node's connection, not tens of thousands,
+// and a lease refresh waits behind milliseconds of the engine's work, not
+// seconds. A scan of every record, and a reap's writes, have no deadline
+// of their own: they take as long as the number of records needs, and
+// fail only when the engine sends nothing for a whole lease. A reap that
+// fails keeps what it wrote; the next one skips those records.
 //
 // # Records of devices offline for months
 //
@@ -107,8 +129,9 @@
 // # What each guarantee costs the engine
 //
 //   - A heartbeat: nothing.
-//   - An online: one read and one write (two round trips); a move adds one
-//     core message to the old node.
+//   - An online: one read and one write (two round trips, at most 64
+//     writes of a node in flight); a move adds one core message to the
+//     old node.
 //   - An offline: one write.
 //   - A live node: one lease write per third of a lease, delivered to every
 //     node's watch (n² deliveries for n nodes), and one listing of the

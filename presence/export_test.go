@@ -9,6 +9,7 @@ func (n *Node) Crash() {
 	n.closed = true
 	n.mu.Unlock()
 	close(n.stop)
+	n.cancel()
 	_ = n.kick.Unsubscribe()
 	n.wg.Wait()
 }

@@ -27,7 +27,13 @@ type Node struct {
 	epoch    string
 	leaseRev uint64    // revision of the last lease write acknowledged
 	leaseOK  time.Time // when that write was sent
-	live     bool      // the lease is known to be held
+	held     bool      // the lease is known to be held
+	// owed is the epoch registered after a lost lease while the devices
+	// of the lost epoch are not yet all recorded node_lost: writes wait
+	// for that reap, so that a device's new online never replaces its
+	// old one unrecorded. Empty: nothing owed.
+	owed     string
+	live     bool // writes may go: held, and nothing owed
 	liveCh   chan struct{}
 	closed   bool
 	seq      uint64
@@ -42,9 +48,13 @@ type Node struct {
 	known    map[string]string // the live nodes of the last listing
 
 	kick     *nats.Subscription
+	slots    chan struct{} // one per device write in flight (writesInFlight)
 	wake     chan struct{} // nudges the lease loop
 	reapNow  chan struct{} // asks for a reap of nodes without a lease
+	ownDue   chan struct{} // wakes the reconcile loop: a reap of older epochs is due
 	stop     chan struct{}
+	run      context.Context // ends when the node stops: the reaps' context
+	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	lastScan time.Time
 
@@ -80,17 +90,20 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Node, error) {
 		byDevice: make(map[string]*Conn),
 		inflight: make(map[string]int),
 		floor:    make(map[string]uint64),
+		slots:    make(chan struct{}, writesInFlight),
 		wake:     make(chan struct{}, 1),
 		reapNow:  make(chan struct{}, 1),
+		ownDue:   make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
-	took, err := n.register(ctx)
+	took, err := n.register(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	if n.kick, err = nc.Subscribe(n.kickSubject(cfg.Node), n.onKick); err != nil {
 		return nil, err
 	}
+	n.run, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(3)
 	go n.leaseLoop()
 	go n.watchNodes()
@@ -116,9 +129,10 @@ func newEpoch() string {
 	return hex.EncodeToString(b[:])
 }
 
-// register writes a lease for a new epoch and makes the node live. It
-// reports whether it took over a lease of an earlier epoch.
-func (n *Node) register(ctx context.Context) (bool, error) {
+// register writes a lease for a new epoch and makes the node live; with
+// owe, writes wait until the reconcile loop has reaped the node's older
+// epochs. It reports whether it took over a lease of an earlier epoch.
+func (n *Node) register(ctx context.Context, owe bool) (bool, error) {
 	epoch := newEpoch()
 	value, _ := json.Marshal(lease{Epoch: epoch})
 	for {
@@ -146,7 +160,10 @@ func (n *Node) register(ctx context.Context) (bool, error) {
 		}
 		n.mu.Lock()
 		n.epoch, n.leaseRev, n.leaseOK = epoch, rev, sent
-		n.setLive(true)
+		if owe {
+			n.owed = epoch
+		}
+		n.setHeld(true)
 		n.mu.Unlock()
 		n.log.Info("registered", "epoch", epoch, "took_over", took)
 		return took, nil
@@ -164,9 +181,18 @@ func (n *Node) writeLease(ctx context.Context, value []byte, rev uint64) (uint64
 	return ack.Sequence, nil
 }
 
-// setLive records whether the lease is known to be held and wakes the
-// writers waiting for it. n.mu must be held.
-func (n *Node) setLive(live bool) {
+// setHeld records whether the lease is known to be held, and lets the
+// writes go or holds them. n.mu must be held.
+func (n *Node) setHeld(held bool) {
+	n.held = held
+	n.gateWrites()
+}
+
+// gateWrites lets the writes go while the lease is held and no reap is
+// owed, and wakes the writers waiting; otherwise it holds them. n.mu must
+// be held.
+func (n *Node) gateWrites() {
+	live := n.held && n.owed == ""
 	if live == n.live {
 		return
 	}
@@ -204,10 +230,14 @@ func (n *Node) waitLive(ctx context.Context) (string, error) {
 	}
 }
 
-// leaseLoop refreshes the lease every third of it. A refresh rejected on
-// its expected revision means the lease expired or was taken over: the
-// node is lost. A whole lease without an acknowledged refresh makes the
-// node hold its writes until it knows.
+// leaseLoop refreshes the lease every third of it, one refresh at a time.
+// A refresh is awaited until the lease it extends would end, not just a
+// third of it: under load its answer comes late, behind the node's own
+// requests, and a refresh sent again meanwhile would only fail on the
+// revision the first one moved. A refresh rejected on its expected
+// revision means the lease expired or was taken over: the node is lost. A
+// whole lease without an acknowledged refresh makes the node hold its
+// writes until it knows.
 func (n *Node) leaseLoop() {
 	defer n.wg.Done()
 	every := n.cfg.Lease / 3
@@ -221,21 +251,21 @@ func (n *Node) leaseLoop() {
 		case <-n.wake:
 		}
 		n.mu.Lock()
-		epoch, rev := n.epoch, n.leaseRev
+		epoch, rev, ok := n.epoch, n.leaseRev, n.leaseOK
 		n.mu.Unlock()
 		value, _ := json.Marshal(lease{Epoch: epoch})
-		ctx, cancel := context.WithTimeout(context.Background(), every)
 		sent := time.Now()
+		ctx, cancel := context.WithDeadline(context.Background(), later(ok.Add(n.cfg.Lease), sent.Add(every)))
 		newRev, err := n.writeLease(ctx, value, rev)
 		cancel()
 		switch {
 		case err == nil:
 			n.mu.Lock()
 			n.leaseRev, n.leaseOK = newRev, sent
-			if !n.live {
+			if !n.held {
 				n.log.Info("lease held again")
 			}
-			n.setLive(true)
+			n.setHeld(true)
 			n.mu.Unlock()
 		case isConflict(err):
 			if !n.stillHeld(epoch) {
@@ -243,14 +273,22 @@ func (n *Node) leaseLoop() {
 			}
 		default:
 			n.mu.Lock()
-			if n.live && time.Since(n.leaseOK) >= n.cfg.Lease {
+			if n.held && time.Since(n.leaseOK) >= n.cfg.Lease {
 				n.log.Warn("lease unconfirmed for a whole lease: holding writes", "err", err)
-				n.setLive(false)
+				n.setHeld(false)
 			}
 			n.mu.Unlock()
 		}
-		t.Reset(every)
+		t.Reset(max(0, every-time.Since(sent))) // a third of a lease from the last send
 	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // stillHeld checks a refresh that failed on its expected revision: if the
@@ -276,16 +314,20 @@ func (n *Node) stillHeld(epoch string) bool {
 }
 
 // lost handles the loss of the lease of epoch: every connection of it is
-// closed without a record, its devices still online are recorded
-// node_lost (by this node or another, whichever is first), and the node
-// registers again under a new epoch.
+// closed without a record, the node registers again under a new epoch,
+// and its writes wait until the reconcile loop has recorded node_lost for
+// the devices still online under epoch (this node or another, whichever
+// is first). Registering comes first: it is two requests, which converge
+// under any load, and with its lease held the node then takes as long as
+// the reap of tens of thousands of records needs, without a deadline of
+// one lease that it might never meet.
 func (n *Node) lost(epoch string) {
 	n.mu.Lock()
 	if n.epoch != epoch || n.closed {
 		n.mu.Unlock()
 		return
 	}
-	n.setLive(false)
+	n.setHeld(false)
 	var ended []*Conn
 	for _, c := range n.conns {
 		ended = append(ended, c)
@@ -299,15 +341,10 @@ func (n *Node) lost(epoch string) {
 	}
 	for !n.stopped() {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Lease)
-		_, err := n.reap(ctx, func(r *Record, _ map[string]string) bool {
-			return r.Node == n.cfg.Node && r.Epoch == epoch
-		})
-		if err == nil {
-			_, err = n.register(ctx)
-		}
+		_, err := n.register(ctx, true)
 		cancel()
 		if err == nil {
-			n.reapOlderEpochsLater()
+			n.reapOlderEpochsAt(time.Now())
 			return
 		}
 		n.log.Warn("re-registering", "err", err)
@@ -371,6 +408,7 @@ func (n *Node) Close(ctx context.Context) (int, error) {
 		c.end(ErrClosed)
 	}
 	close(n.stop)
+	n.cancel()
 	_ = n.kick.Unsubscribe()
 	n.wg.Wait()
 	n.mu.Lock()
@@ -382,8 +420,27 @@ func (n *Node) Close(ctx context.Context) (int, error) {
 	return recorded, firstErr
 }
 
-// shutdownParallel bounds the offline writes Close keeps in flight.
-const shutdownParallel = 64
+// writesInFlight bounds the device writes (onlines, offlines) a node
+// keeps waiting on the engine at once. A connect storm then queues its
+// writes in the node, not in the engine or on the node's connection, so
+// that a lease refresh or a reap waits behind at most this many requests
+// of the node: milliseconds of an engine's work, against a lease of a
+// second or more. A few dozen requests in flight keep the engine busy
+// over the round trip all the same.
+const writesInFlight = 64
+
+// acquire takes one of the node's write slots, waiting as long as ctx
+// allows; release gives it back.
+func (n *Node) acquire(ctx context.Context) error {
+	select {
+	case n.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (n *Node) release() { <-n.slots }
 
 func (n *Node) shutdownAll(ctx context.Context, conns []*Conn) (int, error) {
 	var (
@@ -392,7 +449,7 @@ func (n *Node) shutdownAll(ctx context.Context, conns []*Conn) (int, error) {
 		recorded int
 		firstErr error
 	)
-	sem := make(chan struct{}, shutdownParallel)
+	sem := make(chan struct{}, writesInFlight) // goroutines: the writes wait for slots
 	for _, c := range conns {
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -423,4 +480,11 @@ func (n *Node) raiseFloor(device string, rev uint64) {
 	if n.inflight[device] > 0 && rev > n.floor[device] {
 		n.floor[device] = rev
 	}
+}
+
+// epochNow returns the node's current epoch.
+func (n *Node) epochNow() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.epoch
 }

@@ -2,71 +2,107 @@ package presence
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// reap records node_lost for every online record that dead says is
+// reap records node_lost for every online record that isDead says is
 // orphaned, given the leases held after the scan, and reports how many it
 // recorded. Each write compares the revision scanned: a record that
-// changed since (a newer connection, another reaper) is left alone.
-func (n *Node) reap(ctx context.Context, dead func(r *Record, live map[string]string) bool) (int, error) {
-	recs, err := n.scanRecords(ctx)
+// changed since (a newer connection, another reaper) is left alone. A reap
+// has no deadline of its own: its scan of every record and its window of
+// writes each fail only when the engine stops answering for a lease
+// (errStalled), however long the whole takes; a reap that fails keeps
+// what it wrote, and the next skips those records.
+func (n *Node) reap(ctx context.Context, isDead func(r *Record, live map[string]string) bool) (int, error) {
+	recs, err := n.scanRecords(ctx, n.cfg.Lease)
 	if err != nil {
 		return 0, err
 	}
 	// The leases are read after the records: a node that recorded a
 	// device during the scan held its lease before, so it is seen live.
-	live, err := n.liveNodes(ctx)
+	live, err := n.liveNodes(ctx, n.cfg.Lease)
 	if err != nil {
 		return 0, err
 	}
-	var batch []*Record
+	if err := n.confirmGone(ctx, recs, live); err != nil {
+		return 0, err
+	}
+	var dead []*Record
 	for i := range recs {
-		if r := &recs[i]; r.State == Online && dead(r, live) {
-			batch = append(batch, r)
+		if r := &recs[i]; r.State == Online && isDead(r, live) {
+			dead = append(dead, r)
 		}
 	}
-	reaped := 0
-	for len(batch) > 0 {
-		k := min(len(batch), reapBatch)
-		done, err := n.reapBatch(ctx, batch[:k])
-		reaped += done
-		if err != nil {
-			return reaped, err
-		}
-		batch = batch[k:]
-	}
+	reaped, err := n.writeNodeLost(ctx, dead)
 	if reaped > 0 {
 		n.log.Info("recorded devices node_lost", "devices", reaped)
 	}
-	return reaped, nil
+	return reaped, err
 }
 
-// reapBatch bounds the node_lost writes in flight at once: enough to
-// record tens of thousands of devices in a second or two, few enough not
-// to stall the connection's asynchronous publisher.
-const reapBatch = 1024
-
-// reapBatch writes node_lost for each of recs, all in flight at once, each
-// compared with the revision scanned, and reports how many it recorded.
-func (n *Node) reapBatch(ctx context.Context, recs []*Record) (int, error) {
-	futures := make([]jetstream.PubAckFuture, 0, len(recs))
-	var firstErr error
-	for _, r := range recs {
-		rec := Record{State: Offline, Node: r.Node, Reason: ReasonNodeLost, Epoch: r.Epoch, Conn: r.Conn, At: time.Now().UTC()}
-		m := &nats.Msg{Subject: n.deviceSubject(EncodeKey(r.Device)), Data: rec.encode()}
-		f, err := n.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(r.Rev))
-		if err != nil {
-			firstErr = err
-			break
+// confirmGone reads the lease of each node that online records name and
+// the listing does not, and adds those it finds to live.
+func (n *Node) confirmGone(ctx context.Context, recs []Record, live map[string]string) error {
+	checked := make(map[string]bool)
+	for i := range recs {
+		node := recs[i].Node
+		if recs[i].State != Online || checked[node] {
+			continue
 		}
-		futures = append(futures, f)
+		checked[node] = true
+		if err := n.confirm(ctx, node, live); err != nil {
+			return err
+		}
 	}
-	reaped := 0
-	for _, f := range futures {
+	return nil
+}
+
+// confirm reads node's lease unless live has it, and adds it to live if
+// it is held. A listing is a watch that ends when it has had as many
+// entries as the bucket held when it began; a lease refreshed during it
+// is delivered again and counts twice, so another lease can fall after
+// the end. A read of the key is exact, and the nodes missing are few:
+// usually the lost ones.
+func (n *Node) confirm(ctx context.Context, node string, live map[string]string) error {
+	if _, ok := live[node]; ok {
+		return nil
+	}
+	gctx, cancel := context.WithTimeout(ctx, attemptWithin)
+	e, err := n.nodes.Get(gctx, node)
+	cancel()
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	if l, ok := decodeLease(e.Value()); ok {
+		live[node] = l.Epoch
+	}
+	return nil
+}
+
+// writeNodeLost writes node_lost for each of recs, each compared with the
+// revision scanned, keeping writesInFlight of them in flight as device
+// writes are: a reap of tens of thousands of devices adds no more to the
+// node's backlog than a connect storm does. It reports how many it
+// recorded, and gives up when no answer comes for a lease.
+func (n *Node) writeNodeLost(ctx context.Context, recs []*Record) (int, error) {
+	var (
+		window   []jetstream.PubAckFuture // oldest first
+		reaped   int
+		firstErr error
+	)
+	stall := time.NewTimer(n.cfg.Lease)
+	defer stall.Stop()
+	// settle waits for the oldest write in flight.
+	settle := func() error {
+		f := window[0]
+		window = window[1:]
 		select {
 		case <-f.Ok():
 			reaped++
@@ -74,8 +110,32 @@ func (n *Node) reapBatch(ctx context.Context, recs []*Record) (int, error) {
 			if !isConflict(err) && firstErr == nil {
 				firstErr = err
 			}
+		case <-stall.C:
+			return errStalled
 		case <-ctx.Done():
-			return reaped, ctx.Err()
+			return ctx.Err()
+		}
+		stall.Reset(n.cfg.Lease)
+		return nil
+	}
+	for _, r := range recs {
+		if len(window) == writesInFlight {
+			if err := settle(); err != nil {
+				return reaped, err
+			}
+		}
+		rec := Record{State: Offline, Node: r.Node, Reason: ReasonNodeLost, Epoch: r.Epoch, Conn: r.Conn, At: time.Now().UTC()}
+		m := &nats.Msg{Subject: n.deviceSubject(EncodeKey(r.Device)), Data: rec.encode()}
+		f, err := n.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(r.Rev))
+		if err != nil {
+			firstErr = err
+			break
+		}
+		window = append(window, f)
+	}
+	for len(window) > 0 {
+		if err := settle(); err != nil {
+			return reaped, err
 		}
 	}
 	return reaped, firstErr
@@ -83,7 +143,7 @@ func (n *Node) reapBatch(ctx context.Context, recs []*Record) (int, error) {
 
 // orphaned says a record is orphaned when its node holds no lease. The
 // records of a node that holds one are that node's business, even under
-// an older epoch (it restarted; see reapPredecessor).
+// an older epoch (it restarted; see reapOlderEpochs).
 func orphaned(r *Record, live map[string]string) bool {
 	_, ok := live[r.Node]
 	return !ok
@@ -102,7 +162,7 @@ func (n *Node) watchNodes() {
 			continue
 		}
 		n.followNodes(w)
-		_ = w.Stop()
+		stopWatch(w)
 	}
 }
 
@@ -144,7 +204,7 @@ func signal(ch chan struct{}) {
 func (n *Node) reconcileLoop(took bool) {
 	defer n.wg.Done()
 	if took {
-		n.reapOlderEpochsLater()
+		n.reapOlderEpochsAt(time.Now().Add(n.cfg.Lease))
 	}
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -156,11 +216,23 @@ func (n *Node) reconcileLoop(took bool) {
 			return
 		case <-n.reapNow:
 			reap = true
+		case <-n.ownDue:
 		case <-t.C:
 			t.Reset(n.cfg.Lease)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Lease)
-		live, err := n.liveNodes(ctx)
+		ctx, cancel := context.WithTimeout(n.run, n.cfg.Lease)
+		live, err := n.liveNodes(ctx, n.cfg.Lease)
+		cancel()
+		if err == nil {
+			n.mu.Lock()
+			known := n.known
+			n.mu.Unlock()
+			for id := range known {
+				if err == nil {
+					err = n.confirm(n.run, id, live) // not a full scan for a listing that missed a lease
+				}
+			}
+		}
 		if err == nil {
 			n.mu.Lock()
 			for id := range n.known {
@@ -187,7 +259,7 @@ func (n *Node) reconcileLoop(took bool) {
 			reap = false
 		}
 		if reap {
-			if _, err := n.reap(ctx, orphaned); err == nil {
+			if _, err := n.reap(n.run, orphaned); err == nil {
 				n.lastScan = time.Now()
 			} else {
 				signal(n.reapNow) // try again
@@ -197,53 +269,67 @@ func (n *Node) reconcileLoop(took bool) {
 		if r := n.nc.Stats().Reconnects; r != reconnects {
 			// Kicks sent while this node was disconnected are lost: check
 			// each connection against its record.
-			if n.verifyLocal(ctx) == nil {
+			if n.verifyLocal(n.run) == nil {
 				reconnects = r
 			}
 		}
-		n.mu.Lock()
-		due := n.predecessorDue
-		n.mu.Unlock()
-		if !due.IsZero() && time.Now().After(due) {
-			if n.reapPredecessor(ctx) == nil {
-				n.mu.Lock()
-				if n.predecessorDue.Equal(due) {
-					n.predecessorDue = time.Time{}
-				}
-				n.mu.Unlock()
-				due = time.Time{}
-			}
-		}
-		cancel()
+		due := n.reapOwnIfDue()
 		if !due.IsZero() {
-			t.Reset(min(n.cfg.Lease, time.Until(due)+10*time.Millisecond))
+			t.Reset(min(n.cfg.Lease, max(0, time.Until(due))+10*time.Millisecond))
 		}
 	}
 }
 
-// reapOlderEpochsLater asks the reconcile loop to record node_lost, one
-// lease from now, for this node's devices still online under an earlier
-// epoch: after a takeover, the devices that did not reconnect; after a
-// lost lease, any online write of the old epoch that landed after the
-// node's own reap.
-func (n *Node) reapOlderEpochsLater() {
+// reapOwnIfDue reaps the node's older epochs if that is due, and returns
+// when it is due next (zero: not at all). A reap owed after a lost lease
+// lets the writes go once it is done, and asks for one more a lease later.
+func (n *Node) reapOwnIfDue() time.Time {
 	n.mu.Lock()
-	n.predecessorDue = time.Now().Add(n.cfg.Lease)
+	due := n.predecessorDue
 	n.mu.Unlock()
+	if due.IsZero() || time.Now().Before(due) {
+		return due
+	}
+	epoch, err := n.reapOlderEpochs(n.run)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err != nil {
+		n.predecessorDue = time.Now().Add(n.cfg.Lease / 3) // try again
+		return n.predecessorDue
+	}
+	if n.owed != "" && n.owed == epoch {
+		n.owed = ""
+		n.gateWrites()
+		n.log.Info("devices of the lost lease recorded: writes go on", "epoch", epoch)
+		// An online write of the lost epoch sent before the loss may land
+		// after this reap.
+		n.predecessorDue = time.Now().Add(n.cfg.Lease)
+	} else if n.predecessorDue.Equal(due) {
+		n.predecessorDue = time.Time{}
+	}
+	return n.predecessorDue
 }
 
-// reapPredecessor records node_lost for the devices still online under an
-// earlier epoch of this node's id: those that did not reconnect within a
-// lease of the restart.
-func (n *Node) reapPredecessor(ctx context.Context) error {
-	epoch, err := n.waitLive(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = n.reap(ctx, func(r *Record, _ map[string]string) bool {
+// reapOlderEpochsAt asks the reconcile loop to record node_lost, at t,
+// for this node's devices still online under an earlier epoch: after a
+// takeover, one lease later, the devices that did not reconnect; after a
+// lost lease, at once, the devices of the lost epoch.
+func (n *Node) reapOlderEpochsAt(t time.Time) {
+	n.mu.Lock()
+	n.predecessorDue = t
+	n.mu.Unlock()
+	signal(n.ownDue)
+}
+
+// reapOlderEpochs records node_lost for the devices still online under an
+// earlier epoch of this node's id than the current one, and returns the
+// current one.
+func (n *Node) reapOlderEpochs(ctx context.Context) (string, error) {
+	epoch := n.epochNow()
+	_, err := n.reap(ctx, func(r *Record, _ map[string]string) bool {
 		return r.Node == n.cfg.Node && r.Epoch != epoch
 	})
-	return err
+	return epoch, err
 }
 
 // verifyLocal ends every connection of this node whose device's record
@@ -256,7 +342,9 @@ func (n *Node) verifyLocal(ctx context.Context) error {
 	}
 	n.mu.Unlock()
 	for _, c := range conns {
-		r, found, err := n.get(ctx, c.device, c.key)
+		gctx, cancel := context.WithTimeout(ctx, attemptWithin)
+		r, found, err := n.get(gctx, c.device, c.key)
+		cancel()
 		if err != nil {
 			return err
 		}

@@ -160,7 +160,7 @@ func (st *Store) watchOnce(ctx context.Context, seen map[string]uint64, fn func(
 	if err != nil {
 		return err
 	}
-	defer func() { _ = w.Stop() }()
+	defer stopWatch(w)
 	n, replaying := 0, true
 	for {
 		select {
@@ -199,10 +199,20 @@ func (st *Store) watchOnce(ctx context.Context, seen map[string]uint64, fn func(
 
 var errWatchEnded = errors.New("presence: the engine ended the watch")
 
-// scanRecords returns every device record as the bucket holds it now.
-func (st *Store) scanRecords(ctx context.Context) ([]Record, error) {
+// stopWatch stops w and takes what its delivery goroutine still holds: a
+// watcher left with a full channel would block that goroutine for good.
+// The channel is closed once the goroutine has ended.
+func stopWatch(w jetstream.KeyWatcher) {
+	_ = w.Stop()
+	for range w.Updates() {
+	}
+}
+
+// scanRecords returns every device record as the bucket holds it now,
+// or errStalled if the engine sends nothing for stall (0: no bound).
+func (st *Store) scanRecords(ctx context.Context, stall time.Duration) ([]Record, error) {
 	var out []Record
-	err := scan(ctx, st.devices, func(e jetstream.KeyValueEntry) {
+	err := scan(ctx, st.devices, stall, func(e jetstream.KeyValueEntry) {
 		device, ok := DecodeKey(e.Key())
 		if !ok {
 			return
@@ -214,10 +224,11 @@ func (st *Store) scanRecords(ctx context.Context) ([]Record, error) {
 	return out, err
 }
 
-// liveNodes returns the epoch of every node that holds a lease now.
-func (st *Store) liveNodes(ctx context.Context) (map[string]string, error) {
+// liveNodes returns the epoch of every node that holds a lease now, or
+// errStalled if the engine sends nothing for stall (0: no bound).
+func (st *Store) liveNodes(ctx context.Context, stall time.Duration) (map[string]string, error) {
 	live := make(map[string]string)
-	err := scan(ctx, st.nodes, func(e jetstream.KeyValueEntry) {
+	err := scan(ctx, st.nodes, stall, func(e jetstream.KeyValueEntry) {
 		if l, ok := decodeLease(e.Value()); ok {
 			live[e.Key()] = l.Epoch
 		}
@@ -225,17 +236,28 @@ func (st *Store) liveNodes(ctx context.Context) (map[string]string, error) {
 	return live, err
 }
 
-// scan calls fn with the latest entry of every live key of kv.
-func scan(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry)) error {
+// scan calls fn with the latest entry of every live key of kv. It fails
+// with errStalled when no entry comes for stall (0: no bound): a scan of
+// many keys takes as long as it takes, while the engine keeps sending.
+func scan(ctx context.Context, kv jetstream.KeyValue, stall time.Duration, fn func(jetstream.KeyValueEntry)) error {
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return err
 	}
-	defer func() { _ = w.Stop() }()
+	defer stopWatch(w)
+	var stalled <-chan time.Time
+	var t *time.Timer
+	if stall > 0 {
+		t = time.NewTimer(stall)
+		defer t.Stop()
+		stalled = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-stalled:
+			return errStalled
 		case e, ok := <-w.Updates():
 			if !ok {
 				return errWatchEnded
@@ -244,16 +266,23 @@ func scan(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValue
 				return nil
 			}
 			fn(e)
+			if t != nil {
+				t.Reset(stall)
+			}
 		}
 	}
 }
+
+// errStalled is returned by a scan or a reap when the engine answered
+// nothing for a lease.
+var errStalled = errors.New("presence: the engine answered nothing for a lease")
 
 // Prune removes the records of devices offline since before t and reports
 // how many it removed. Each removal compares the revision it read, so a
 // device that comes online meanwhile keeps its record. A pruned device
 // that connects again gets a new record.
 func (st *Store) Prune(ctx context.Context, before time.Time) (int, error) {
-	recs, err := st.scanRecords(ctx)
+	recs, err := st.scanRecords(ctx, 0)
 	if err != nil {
 		return 0, err
 	}

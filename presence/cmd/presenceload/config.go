@@ -14,6 +14,7 @@ type config struct {
 	lease, timeout, beat, quiet time.Duration
 	kill                        bool
 	modes                       string
+	cpuprofile                  string // prefix of the gateways' profiles; empty: none
 }
 
 func (c config) validate() error {

@@ -8,6 +8,7 @@
 //
 //	go run ./cmd/presenceload                                  # 99,900 devices, 5 gateways, presence on and off
 //	go run ./cmd/presenceload -devices 2000 -gateways 3 -quiet 5s   # a small run
+//	go run ./cmd/presenceload -devices 6000 -gateways 3 -cpuprofile /tmp/gw   # and each gateway's CPU profile of the quiet window
 //
 // What it measures, per mode (presence on: an embedded NATS server in this
 // process and a presence.Node in each gateway; off: the same gateways
@@ -82,6 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.reps, "reps", 1, "repetitions; each runs presence on, then off")
 	fs.BoolVar(&c.kill, "kill", true, "kill one gateway with SIGKILL (presence on)")
 	fs.StringVar(&c.modes, "modes", "on,off", "modes to run: on, off, or both")
+	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write each gateway's CPU profile of the quiet window (and the kill) to PREFIX-gwN-MODE-REP.pprof")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK

@@ -87,8 +87,13 @@ func phase(ctx context.Context, c config, on bool) (result, error) {
 		}
 	}()
 	for i := range gates {
-		g, err := spawn("gate", "-nats", url, "-node", fmt.Sprintf("gw%d", i), "-timeout", c.timeout.String(),
-			"-lease", c.lease.String(), "-presence="+strconv.FormatBool(on))
+		args := []string{"-nats", url, "-node", fmt.Sprintf("gw%d", i), "-timeout", c.timeout.String(),
+			"-lease", c.lease.String(), "-presence=" + strconv.FormatBool(on)}
+		if c.cpuprofile != "" {
+			args = append(args, "-cpuprofile", fmt.Sprintf("%s-gw%d-%s-%d.pprof", c.cpuprofile, i, onOff(on), phaseNo+1),
+				"-profilefor", c.quiet.String())
+		}
+		g, err := spawn("gate", args...)
 		if err != nil {
 			return r, err
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,8 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", time.Minute, "heartbeat timeout")
 	lease := fs.Duration("lease", presence.DefaultLease, "node lease")
 	on := fs.Bool("presence", true, "record presence")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here, from the first SIGUSR1 (the quiet window's start) for -profilefor")
+	profileFor := fs.Duration("profilefor", 20*time.Second, "how long the CPU profile runs: the quiet window")
 	if fs.Parse(args) != nil {
 		return exitUsage
 	}
@@ -71,9 +74,23 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
+	var profiling sync.Mutex // the profile, from its start to its file's close
+	var profileStop *time.Timer
 	go func() {
 		for range usr1 {
 			debug.FreeOSMemory()
+			profiling.Lock()
+			if *cpuprofile != "" && profileStop == nil {
+				if f, err := os.Create(*cpuprofile); err == nil && pprof.StartCPUProfile(f) == nil {
+					profileStop = time.AfterFunc(*profileFor, func() {
+						profiling.Lock()
+						defer profiling.Unlock()
+						pprof.StopCPUProfile()
+						_ = f.Close()
+					})
+				}
+			}
+			profiling.Unlock()
 			fmt.Fprintln(stdout, "freed")
 		}
 	}()
