@@ -33,18 +33,19 @@ type result struct {
 
 // killResult is what the kill of one gateway caused.
 type killResult struct {
-	devices  int           // devices of the killed gateway
-	recorded int           // devices recorded offline once
-	twice    int           // devices recorded offline more than once
-	missing  int           // devices not recorded within 2×lease + 5 s
-	last     time.Duration // from the kill to the last record
-	msgs     int64         // engine inbound messages from the kill to 2 leases after the last record
+	devices   int           // devices online at the killed gateway when it was killed
+	notOnline int           // its devices that were not online there by then
+	recorded  int           // devices recorded offline once
+	twice     int           // devices recorded offline more than once
+	missing   int           // devices not recorded within 2×lease + 5 s
+	last      time.Duration // from the kill to the last record
+	msgs      int64         // engine inbound messages from the kill to 2 leases after the last record
 }
 
 func (r result) raw() string {
-	return fmt.Sprintf("raw presence=%s devices=%d connected=%d connect=%s connect_msgs=%d quiet=%s beats=%d quiet_msgs=%d cpu_us_per_dev_s=%.3f rss_per_dev=%.0f kill_devices=%d kill_recorded=%d kill_twice=%d kill_missing=%d kill_last=%s kill_msgs=%d",
+	return fmt.Sprintf("raw presence=%s devices=%d connected=%d connect=%s connect_msgs=%d quiet=%s beats=%d quiet_msgs=%d cpu_us_per_dev_s=%.3f rss_per_dev=%.0f kill_devices=%d kill_not_online=%d kill_recorded=%d kill_twice=%d kill_missing=%d kill_last=%s kill_msgs=%d",
 		onOff(r.on), r.devices, r.connected, r.connectTime.Round(time.Millisecond), r.connectMsgs, r.quiet, r.beats, r.quietMsgs,
-		r.cpuPerDevSec, r.rssPerDev, r.killed.devices, r.killed.recorded, r.killed.twice, r.killed.missing, r.killed.last.Round(time.Millisecond), r.killed.msgs)
+		r.cpuPerDevSec, r.rssPerDev, r.killed.devices, r.killed.notOnline, r.killed.recorded, r.killed.twice, r.killed.missing, r.killed.last.Round(time.Millisecond), r.killed.msgs)
 }
 
 // phaseNo numbers the phases of this run.
@@ -207,13 +208,18 @@ func killOne(ctx context.Context, c config, url string, victim *child, inMsgs fu
 	if err != nil {
 		return k, err
 	}
-	mine := make(map[string]int) // the victim's devices → offline records seen
+	// The victim's devices online at it when the watch has replayed the
+	// current state, each with the offline records seen for it since: a
+	// device the gateway had already recorded offline is not the kill's.
+	const victimNode = "gw0"          // the gateway killed: gates[0], node gw0
+	atVictim := make(map[string]bool) // replay: the victim's devices → online there
 	for i := 0; i < c.devices; i += c.gateways {
-		mine[deviceID(i)] = 0
+		atVictim[deviceID(i)] = false
 	}
-	k.devices = len(mine)
+	mine := make(map[string]int)
 	var mu sync.Mutex
 	var lastAt time.Time
+	replaying := true
 	replayed := make(chan struct{})
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -222,17 +228,36 @@ func killOne(ctx context.Context, c config, url string, victim *child, inMsgs fu
 		watchDone <- st.Watch(wctx, func(rec presence.Record) {
 			mu.Lock()
 			defer mu.Unlock()
+			if replaying {
+				if _, ok := atVictim[rec.Device]; ok {
+					atVictim[rec.Device] = rec.State == presence.Online && rec.Node == victimNode
+				}
+				return
+			}
 			if n, ok := mine[rec.Device]; ok && rec.State == presence.Offline {
 				mine[rec.Device] = n + 1
 				lastAt = time.Now()
 			}
-		}, func(int) { close(replayed) })
+		}, func(int) {
+			mu.Lock()
+			defer mu.Unlock()
+			replaying = false
+			for id, online := range atVictim {
+				if online {
+					mine[id] = 0
+				}
+			}
+			close(replayed)
+		})
 	}()
 	select {
 	case <-replayed:
 	case err := <-watchDone:
 		return k, err
 	}
+	mu.Lock()
+	k.devices, k.notOnline = len(mine), len(atVictim)-len(mine)
+	mu.Unlock()
 	m0 := inMsgs()
 	victim.kill()
 	killed := time.Now()

@@ -111,7 +111,10 @@ const dialParallel = 128
 // runClient is a client process: devices [first, first+count) connect to
 // the gateways (device i to gates[i mod len]), from source addresses
 // (device i from sources[i mod len]), say HELLO, wait for OK, then send one
-// heartbeat byte each every -beat, spread over the interval. It prints
+// heartbeat byte each every -beat, spread over the interval. A device
+// heartbeats from its OK on, not from the moment the last device of the
+// process has its own: a connect phase longer than the timeout would
+// otherwise let the gateways close the first devices as silent. It prints
 // "ready <ok> <failed>" once every device has its answer and
 // "beats <total>" every second, and closes everything on SIGTERM.
 func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -126,7 +129,13 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	gs, srcs := strings.Split(*gates, ","), strings.Split(*sources, ",")
-	conns := make([]net.Conn, *count)
+	conns := make([]atomic.Pointer[net.Conn], *count) // nil until the device has its OK
+	var beats atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		heartbeat(ctx, conns, *beat, &beats)
+	}()
 	var ok, failed atomic.Int64
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, dialParallel)
@@ -141,28 +150,22 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				fmt.Fprintln(stderr, "client:", err)
 				return
 			}
-			conns[k] = c
+			conns[k].Store(&c)
 			ok.Add(1)
 		})
 	}
 	wg.Wait()
 	fmt.Fprintf(stdout, "ready %d %d\n", ok.Load(), failed.Load())
 
-	var beats atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		heartbeat(ctx, conns, *beat, &beats)
-	}()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			<-done
-			for _, c := range conns {
-				if c != nil {
-					_ = c.Close()
+			for k := range conns {
+				if c := conns[k].Load(); c != nil {
+					_ = (*c).Close()
 				}
 			}
 			fmt.Fprintf(stdout, "beats %d\n", beats.Load())
@@ -197,10 +200,10 @@ func hello(gateAddr, source, id string) (net.Conn, error) {
 	return c, nil
 }
 
-// heartbeat writes one byte to every connection per interval, in slices
-// spread over it, until ctx ends. A connection whose write fails (its
-// gateway died) is dropped.
-func heartbeat(ctx context.Context, conns []net.Conn, interval time.Duration, beats *atomic.Int64) {
+// heartbeat writes one byte to every connection that has its OK, once per
+// interval, in slices spread over it, until ctx ends. A connection whose
+// write fails (its gateway died) is dropped.
+func heartbeat(ctx context.Context, conns []atomic.Pointer[net.Conn], interval time.Duration, beats *atomic.Int64) {
 	const slices = 100
 	per := (len(conns) + slices - 1) / slices
 	t := time.NewTicker(interval / slices)
@@ -213,12 +216,13 @@ func heartbeat(ctx context.Context, conns []net.Conn, interval time.Duration, be
 		case <-t.C:
 		}
 		for k := s * per; k < min((s+1)*per, len(conns)); k++ {
-			if conns[k] == nil {
+			c := conns[k].Load()
+			if c == nil {
 				continue
 			}
-			if _, err := conns[k].Write(b); err != nil {
-				_ = conns[k].Close()
-				conns[k] = nil
+			if _, err := (*c).Write(b); err != nil {
+				_ = (*c).Close()
+				conns[k].Store(nil)
 				continue
 			}
 			beats.Add(1)

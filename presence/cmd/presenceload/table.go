@@ -24,7 +24,12 @@ func printTable(w io.Writer, c config, rs []result) {
 			perBeat = fmt.Sprintf("%.5f", float64(r.quietMsgs)/float64(max(r.beats, 1)))
 			if r.killed.devices > 0 {
 				perLost = fmt.Sprintf("%.2f", float64(r.killed.msgs)/float64(max(r.killed.recorded, 1)))
-				kill = fmt.Sprintf("%d | %d | %d | %d | %.2fs", r.killed.devices, r.killed.recorded-r.killed.twice, r.killed.twice, r.killed.missing, r.killed.last.Seconds())
+				devices := fmt.Sprint(r.killed.devices)
+				if r.killed.notOnline > 0 {
+					// Recorded offline before the kill: not the kill's to record.
+					devices += fmt.Sprintf(" (%d were offline)", r.killed.notOnline)
+				}
+				kill = fmt.Sprintf("%s | %d | %d | %d | %.2fs", devices, r.killed.recorded-r.killed.twice, r.killed.twice, r.killed.missing, r.killed.last.Seconds())
 			}
 		}
 		fmt.Fprintf(w, "| %s | %d | %.1f | %s | %d | %d | %s | %.3f | %.0f | %s | %s |\n",
