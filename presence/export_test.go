@@ -12,6 +12,7 @@ func (n *Node) Crash() {
 	n.cancel()
 	_ = n.kick.Unsubscribe()
 	n.wg.Wait()
+	n.leaseNC.Close()
 }
 
 // ReapOrphans runs one reap of the devices of nodes without a lease.

@@ -23,6 +23,15 @@ type Node struct {
 	nc  *nats.Conn
 	log *slog.Logger
 
+	// The node's own lease goes over a connection of its own (dialLease),
+	// so that a refresh's answer never waits behind the node's traffic on
+	// nc: a scan streaming every record to the reaper, or a connect
+	// storm's writes. leaseJS and leaseKV (the nodes bucket) are bound on
+	// it; they serve the node's own key only.
+	leaseNC *nats.Conn
+	leaseJS jetstream.JetStream
+	leaseKV jetstream.KeyValue
+
 	mu       sync.Mutex
 	epoch    string
 	leaseRev uint64    // revision of the last lease write acknowledged
@@ -96,11 +105,15 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Node, error) {
 		ownDue:   make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
-	took, err := n.register(ctx, false)
-	if err != nil {
+	if err := n.dialLease(ctx); err != nil {
 		return nil, err
 	}
-	if n.kick, err = nc.Subscribe(n.kickSubject(cfg.Node), n.onKick); err != nil {
+	took, err := n.register(ctx, false)
+	if err == nil {
+		n.kick, err = nc.Subscribe(n.kickSubject(cfg.Node), n.onKick)
+	}
+	if err != nil {
+		n.leaseNC.Close()
 		return nil, err
 	}
 	n.run, n.cancel = context.WithCancel(context.Background())
@@ -109,6 +122,31 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Node, error) {
 	go n.watchNodes()
 	go n.reconcileLoop(took)
 	return n, nil
+}
+
+// errNotConnected is why a lease refresh was not sent: the node's own
+// connection is down.
+var errNotConnected = errors.New("presence: the node's connection is down")
+
+// dialLease opens the node's lease connection: a second connection to
+// nc's engine, with nc's options, named after the node.
+func (n *Node) dialLease(ctx context.Context) error {
+	opts := n.nc.Opts
+	opts.Name = "presence lease " + n.cfg.Node
+	lc, err := opts.Connect()
+	if err != nil {
+		return err
+	}
+	js, err := jetstream.New(lc)
+	if err == nil {
+		n.leaseKV, err = js.KeyValue(ctx, n.prefix+"-nodes")
+	}
+	if err != nil {
+		lc.Close()
+		return err
+	}
+	n.leaseNC, n.leaseJS = lc, js
+	return nil
 }
 
 // ID returns the node's id.
@@ -137,11 +175,11 @@ func (n *Node) register(ctx context.Context, owe bool) (bool, error) {
 	value, _ := json.Marshal(lease{Epoch: epoch})
 	for {
 		sent := time.Now()
-		rev, err := n.nodes.Create(ctx, n.cfg.Node, value, jetstream.KeyTTL(n.cfg.Lease))
+		rev, err := n.leaseKV.Create(ctx, n.cfg.Node, value, jetstream.KeyTTL(n.cfg.Lease))
 		took := false
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			var e jetstream.KeyValueEntry
-			e, err = n.nodes.Get(ctx, n.cfg.Node)
+			e, err = n.leaseKV.Get(ctx, n.cfg.Node)
 			if errors.Is(err, jetstream.ErrKeyNotFound) {
 				continue // expired meanwhile
 			}
@@ -174,7 +212,7 @@ func (n *Node) register(ctx context.Context, owe bool) (bool, error) {
 // revision is rev: a refresh, or the takeover of an earlier epoch's lease.
 func (n *Node) writeLease(ctx context.Context, value []byte, rev uint64) (uint64, error) {
 	m := &nats.Msg{Subject: n.leaseSubject(), Data: value, Header: nats.Header{}}
-	ack, err := n.js.PublishMsg(ctx, m, jetstream.WithMsgTTL(n.cfg.Lease), jetstream.WithExpectLastSequencePerSubject(rev))
+	ack, err := n.leaseJS.PublishMsg(ctx, m, jetstream.WithMsgTTL(n.cfg.Lease), jetstream.WithExpectLastSequencePerSubject(rev))
 	if err != nil {
 		return 0, err
 	}
@@ -256,7 +294,13 @@ func (n *Node) leaseLoop() {
 		value, _ := json.Marshal(lease{Epoch: epoch})
 		sent := time.Now()
 		ctx, cancel := context.WithDeadline(context.Background(), later(ok.Add(n.cfg.Lease), sent.Add(every)))
-		newRev, err := n.writeLease(ctx, value, rev)
+		var newRev uint64
+		err := errNotConnected
+		if n.nc.IsConnected() {
+			// Only while the node's own connection is up: the lease must
+			// not outlive the node's means to record its devices.
+			newRev, err = n.writeLease(ctx, value, rev)
+		}
 		cancel()
 		switch {
 		case err == nil:
@@ -298,7 +342,7 @@ func later(a, b time.Time) time.Time {
 func (n *Node) stillHeld(epoch string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Lease/3)
 	defer cancel()
-	e, err := n.nodes.Get(ctx, n.cfg.Node)
+	e, err := n.leaseKV.Get(ctx, n.cfg.Node)
 	if err != nil {
 		return !errors.Is(err, jetstream.ErrKeyNotFound) // unknown: ask again next round
 	}
@@ -414,9 +458,10 @@ func (n *Node) Close(ctx context.Context) (int, error) {
 	n.mu.Lock()
 	rev := n.leaseRev
 	n.mu.Unlock()
-	if err := n.nodes.Delete(ctx, n.cfg.Node, jetstream.LastRevision(rev)); err != nil && !isConflict(err) && firstErr == nil {
+	if err := n.leaseKV.Delete(ctx, n.cfg.Node, jetstream.LastRevision(rev)); err != nil && !isConflict(err) && firstErr == nil {
 		firstErr = err
 	}
+	n.leaseNC.Close()
 	return recorded, firstErr
 }
 
