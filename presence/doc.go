@@ -112,9 +112,14 @@
 // A node keeps at most 64 device writes (onlines, offlines; node_lost
 // writes of a reap likewise) waiting on the engine at once; the rest wait
 // in the node. A connect storm of tens of thousands of devices thus adds
-// a few dozen requests to the node's connection, not tens of thousands,
-// and a lease refresh waits behind milliseconds of the engine's work, not
-// seconds. A scan of every record, and a reap's writes, have no deadline
+// a few dozen requests to the node's connection, not tens of thousands.
+// The lease goes over a second connection that Open dials with the
+// caller's connection's options (nats.Conn.Opts) and Close closes, so
+// that a refresh's answer never waits behind what streams to the node on
+// the first: a scan of every record delivers tens of thousands of
+// messages to the reaper. The lease is refreshed only while the caller's
+// connection is up, so that it never outlives the node's means to record
+// its devices. A scan of every record, and a reap's writes, have no deadline
 // of their own: they take as long as the number of records needs, and
 // fail only when the engine sends nothing for a whole lease. A reap that
 // fails keeps what it wrote; the next one skips those records.

@@ -72,10 +72,13 @@ type Node struct {
 
 // Open registers a node in the fleet on nc's engine and starts its lease,
 // its watch of the other nodes and its reconcile, in goroutines that
-// Close ends. If a lease for cfg.Node exists (the node restarted), Open
-// takes it over, and one lease later records node_lost for each device
-// still online under the old lease. It returns ErrInvalidNodeID,
-// ErrInvalidLease, ErrInvalidReplicas, or the engine's error.
+// Close ends. The lease goes over a second connection to the engine, which
+// Open dials with nc's options and Close closes (see "Under load" in the
+// package documentation). If a lease for cfg.Node exists (the node
+// restarted), Open takes it over, and one lease later records node_lost
+// for each device still online under the old lease. It returns
+// ErrInvalidNodeID, ErrInvalidLease, ErrInvalidReplicas, or the engine's
+// error.
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -426,8 +429,8 @@ func (n *Node) Connections() int {
 // shutdown, ends their connections (their close functions get ErrClosed),
 // gives up the lease and stops the node's goroutines. It reports how many
 // devices it recorded offline. Connect after Close returns ErrClosed. The
-// nats connection stays open: it is the caller's. Close waits for the
-// engine as long as ctx allows.
+// caller's nats connection stays open; the lease connection Open dialled
+// is closed. Close waits for the engine as long as ctx allows.
 func (n *Node) Close(ctx context.Context) (int, error) {
 	n.mu.Lock()
 	if n.closed {
