@@ -184,17 +184,7 @@ func (m *Monitor[K]) shard(key K) (*shard[K], uint64) {
 // not called for the deadline that passed. Beat returns ErrClosed after
 // Close and schedule.ErrShutdown once the scheduler is shut down.
 func (m *Monitor[K]) Beat(key K) error {
-	sh, h := m.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	id, timeout, ok := m.watch(sh, h, key)
-	if !ok {
-		timeout = m.timeout
-	}
-	return m.arm(sh, h, key, id, timeout, timeout)
+	return m.beat(key, 0)
 }
 
 // Refresh moves the deadline of a watched key to now plus its timeout, as
@@ -225,13 +215,25 @@ func (m *Monitor[K]) Watch(key K, timeout time.Duration) error {
 	if timeout <= 0 {
 		return ErrInvalidTimeout
 	}
+	return m.beat(key, timeout)
+}
+
+// beat is Beat with timeout 0 and Watch with a timeout of key's own: 0
+// keeps key's timeout, or gives a key not watched the Monitor's.
+func (m *Monitor[K]) beat(key K, timeout time.Duration) error {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if m.closed.Load() {
 		return ErrClosed
 	}
-	id, was, _ := m.watch(sh, h, key)
+	id, was, ok := m.watch(sh, h, key)
+	if timeout == 0 {
+		timeout = was
+		if !ok {
+			timeout = m.timeout
+		}
+	}
 	return m.arm(sh, h, key, id, was, timeout)
 }
 
