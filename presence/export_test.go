@@ -17,7 +17,7 @@ func (n *Node) Crash() {
 
 // ReapOrphans runs one reap of the devices of nodes without a lease.
 func (n *Node) ReapOrphans() (int, error) {
-	return n.reap(context.Background(), orphaned)
+	return n.reapOrphans(context.Background())
 }
 
 // Epoch returns the node's current epoch.
