@@ -20,6 +20,17 @@ func (n *Node) ReapOrphans() (int, error) {
 	return n.reapOrphans(context.Background())
 }
 
+// ReapOrphansOnce runs one scan of a reap of the devices of nodes without
+// a lease, passing over the devices of the nodes named, as if the listing
+// before the scan had found them live.
+func (n *Node) ReapOrphansOnce(live ...string) (reaped int, again bool, err error) {
+	before := make(map[string]string, len(live))
+	for _, id := range live {
+		before[id] = ""
+	}
+	return n.reapOrphansOnce(context.Background(), before)
+}
+
 // Epoch returns the node's current epoch.
 func (n *Node) Epoch() string {
 	n.mu.Lock()

@@ -21,19 +21,45 @@ import (
 // engine stops answering for a lease (errStalled), however long the whole
 // takes; a reap that fails keeps what it wrote, and the next skips those
 // records.
+//
+// The scan keeps only the records of nodes that held no lease before it
+// either: the periodic scan of a fleet whose nodes all live keeps none.
+// A node that held its lease before the scan and holds none after it had
+// its records passed over; the reap then scans again, and that node is
+// among those without a lease before the next scan.
 func (n *Node) reapOrphans(ctx context.Context) (int, error) {
-	recs, err := n.scanRecords(ctx, n.cfg.Lease, func(r *Record) bool { return r.State == Online })
+	total := 0
+	for {
+		before, err := n.liveNodes(ctx, n.cfg.Lease)
+		if err != nil {
+			return total, err
+		}
+		reaped, again, err := n.reapOrphansOnce(ctx, before)
+		total += reaped
+		if err != nil || !again {
+			return total, err
+		}
+	}
+}
+
+// reapOrphansOnce is one scan of reapOrphans, passing over the records of
+// the nodes in before; again reports that one of those went meanwhile.
+func (n *Node) reapOrphansOnce(ctx context.Context, before map[string]string) (reaped int, again bool, err error) {
+	recs, err := n.scanRecords(ctx, n.cfg.Lease, func(r *Record) bool {
+		_, held := before[r.Node]
+		return r.State == Online && !held
+	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	// The leases are read after the records: a node that recorded a
 	// device during the scan held its lease before, so it is seen live.
 	live, err := n.liveNodes(ctx, n.cfg.Lease)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if err := n.confirmGone(ctx, recs, live); err != nil {
-		return 0, err
+	if err := n.confirmGone(ctx, recs, before, live); err != nil {
+		return 0, false, err
 	}
 	dead := recs[:0]
 	for _, r := range recs {
@@ -41,7 +67,18 @@ func (n *Node) reapOrphans(ctx context.Context) (int, error) {
 			dead = append(dead, r)
 		}
 	}
-	return n.recordLost(ctx, dead)
+	reaped, err = n.recordLost(ctx, dead)
+	return reaped, wentDuring(before, live), err
+}
+
+// wentDuring reports whether a node of before is missing from after.
+func wentDuring(before, after map[string]string) bool {
+	for node := range before {
+		if _, ok := after[node]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // recordLost writes node_lost for recs (writeNodeLost) and logs how many
@@ -54,16 +91,17 @@ func (n *Node) recordLost(ctx context.Context, recs []Record) (int, error) {
 	return reaped, err
 }
 
-// confirmGone reads the lease of each node that recs name and the
-// listing does not, and adds those it finds to live.
-func (n *Node) confirmGone(ctx context.Context, recs []Record, live map[string]string) error {
-	checked := make(map[string]bool)
+// confirmGone reads the lease of each node that recs or before name and
+// the listing live does not, and adds those it finds to live.
+func (n *Node) confirmGone(ctx context.Context, recs []Record, before, live map[string]string) error {
+	nodes := make(map[string]bool, len(before))
+	for node := range before {
+		nodes[node] = true
+	}
 	for i := range recs {
-		node := recs[i].Node
-		if checked[node] {
-			continue
-		}
-		checked[node] = true
+		nodes[recs[i].Node] = true
+	}
+	for node := range nodes {
 		if err := n.confirm(ctx, node, live); err != nil {
 			return err
 		}
