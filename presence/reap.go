@@ -45,7 +45,7 @@ func (n *Node) reapOrphans(ctx context.Context) (int, error) {
 // reapOrphansOnce is one scan of reapOrphans, passing over the records of
 // the nodes in before; again reports that one of those went meanwhile.
 func (n *Node) reapOrphansOnce(ctx context.Context, before map[string]string) (reaped int, again bool, err error) {
-	recs, err := n.scanRecords(ctx, n.cfg.Lease, func(r *Record) bool {
+	recs, err := n.scanRecords(ctx, n.cfg.Lease, func(r Record) bool {
 		_, held := before[r.Node]
 		return r.State == Online && !held
 	})
@@ -368,7 +368,7 @@ func (n *Node) reapOlderEpochsAt(t time.Time) {
 // revision scanned, as reapOrphans's do.
 func (n *Node) reapOlderEpochs(ctx context.Context) (string, error) {
 	epoch := n.epochNow()
-	recs, err := n.scanRecords(ctx, n.cfg.Lease, func(r *Record) bool {
+	recs, err := n.scanRecords(ctx, n.cfg.Lease, func(r Record) bool {
 		return r.State == Online && r.Node == n.cfg.Node && r.Epoch != epoch
 	})
 	if err == nil {

@@ -212,7 +212,7 @@ func stopWatch(w jetstream.KeyWatcher) {
 // accepts, or errStalled if the engine sends nothing for stall (0: no
 // bound). A scan reads every record of the fleet; keep lets it hold only
 // those its caller acts on.
-func (st *Store) scanRecords(ctx context.Context, stall time.Duration, keep func(*Record) bool) ([]Record, error) {
+func (st *Store) scanRecords(ctx context.Context, stall time.Duration, keep func(Record) bool) ([]Record, error) {
 	var out []Record
 	err := scan(ctx, st.devices, stall, func(e jetstream.KeyValueEntry) {
 		if r, ok := keptRecord(e.Key(), e.Revision(), e.Value(), keep); ok {
@@ -224,10 +224,11 @@ func (st *Store) scanRecords(ctx context.Context, stall time.Duration, keep func
 
 // keptRecord returns the record under key at revision rev from value, and
 // false if it is not a record or keep refuses it. The key is decoded
-// last, for the records kept only.
-func keptRecord(key string, rev uint64, value []byte, keep func(*Record) bool) (Record, bool) {
+// last, for the records kept only. keep takes the record by value: a
+// pointer would move every record scanned to the heap.
+func keptRecord(key string, rev uint64, value []byte, keep func(Record) bool) (Record, bool) {
 	r, ok := decodeRecord("", rev, value)
-	if !ok || !keep(&r) {
+	if !ok || !keep(r) {
 		return Record{}, false
 	}
 	if r.Device, ok = DecodeKey(key); !ok {
@@ -294,7 +295,7 @@ var errStalled = errors.New("presence: the engine answered nothing for a lease")
 // device that comes online meanwhile keeps its record. A pruned device
 // that connects again gets a new record.
 func (st *Store) Prune(ctx context.Context, before time.Time) (int, error) {
-	recs, err := st.scanRecords(ctx, 0, func(r *Record) bool {
+	recs, err := st.scanRecords(ctx, 0, func(r Record) bool {
 		return r.State == Offline && r.At.Before(before)
 	})
 	if err != nil {
