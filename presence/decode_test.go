@@ -166,11 +166,13 @@ func BenchmarkScanRecords(b *testing.B) {
 		live[r.Node] = r.Epoch
 		entries[i] = entry{EncodeKey(fmt.Sprintf("device-%06d", i)), r.encode()}
 	}
-	perRecord := func(b *testing.B) {
+	report := func(b *testing.B, kept int) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*devices), "ns/record")
+		b.ReportMetric(float64(kept), "kept/op")
 	}
 	b.Run("json-all", func(b *testing.B) {
 		b.ReportAllocs()
+		kept := 0
 		for b.Loop() {
 			var out []Record
 			for i, e := range entries {
@@ -183,8 +185,9 @@ func BenchmarkScanRecords(b *testing.B) {
 					out = append(out, r)
 				}
 			}
+			kept = len(out)
 		}
-		perRecord(b)
+		report(b, kept)
 	})
 	keep := map[string]func(Record) bool{
 		"direct-online": func(r Record) bool { return r.State == Online },
@@ -196,6 +199,7 @@ func BenchmarkScanRecords(b *testing.B) {
 	for _, name := range []string{"direct-online", "direct-live"} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
+			kept := 0
 			for b.Loop() {
 				var out []Record
 				for i, e := range entries {
@@ -203,8 +207,9 @@ func BenchmarkScanRecords(b *testing.B) {
 						out = append(out, r)
 					}
 				}
+				kept = len(out)
 			}
-			perRecord(b)
+			report(b, kept)
 		})
 	}
 }
