@@ -11,18 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// at is a time as nodes write it: UTC, to the nanosecond.
-var at = time.Date(2026, 11, 26, 16, 9, 8, 123456789, time.UTC)
+// atTest is a time as nodes write it: UTC, to the nanosecond.
+var atTest = time.Date(2026, 11, 26, 16, 9, 8, 123456789, time.UTC)
 
 // oddRecords holds records with unusual strings, times and numbers.
 var oddRecords = []Record{
-	{State: Online, Node: "gw1", Reason: ReasonConnect, Epoch: "9f86d081884c7d65", Conn: 7, At: at},
-	{State: Offline, Node: "gw_2-B", Reason: ReasonNodeLost, Epoch: "0123456789abcdef", Conn: 1, At: at.Truncate(time.Second)},
+	{State: Online, Node: "gw1", Reason: ReasonConnect, Epoch: "9f86d081884c7d65", Conn: 7, At: atTest},
+	{State: Offline, Node: "gw_2-B", Reason: ReasonNodeLost, Epoch: "0123456789abcdef", Conn: 1, At: atTest.Truncate(time.Second)},
 	{State: Offline, Node: "", Reason: "", Epoch: "", Conn: 0, At: time.Time{}},
-	{State: Online, Node: `q"uo"te`, Reason: `back\slash`, Epoch: "tab\there", Conn: math.MaxUint64, At: at},
-	{State: Offline, Node: "<&>", Reason: "\u2028\u2029", Epoch: "é漢字🙂", Conn: 1 << 53, At: at},
-	{State: Online, Node: "gw1", Reason: "someday", Epoch: "e", Conn: 10, At: at.In(time.FixedZone("CET", 3600))},
-	{State: Online, Node: "gw1", Reason: ReasonClosed, Epoch: "e", Conn: 10, At: at.In(time.FixedZone("", -(9*3600 + 30*60)))},
+	{State: Online, Node: `q"uo"te`, Reason: `back\slash`, Epoch: "tab\there", Conn: math.MaxUint64, At: atTest},
+	{State: Offline, Node: "<&>", Reason: "\u2028\u2029", Epoch: "é漢字🙂", Conn: 1 << 53, At: atTest},
+	{State: Online, Node: "gw1", Reason: "someday", Epoch: "e", Conn: 10, At: atTest.In(time.FixedZone("CET", 3600))},
+	{State: Online, Node: "gw1", Reason: ReasonClosed, Epoch: "e", Conn: 10, At: atTest.In(time.FixedZone("", -(9*3600 + 30*60)))},
 	{State: Offline, Node: "gw1", Reason: ReasonShutdown, Epoch: "e", Conn: 10, At: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)},
 	{State: Offline, Node: "gw1", Reason: ReasonTimeout, Epoch: "e", Conn: 10, At: time.Date(0, 1, 1, 0, 0, 0, 1, time.UTC)},
 }
@@ -58,7 +58,7 @@ func TestRecordsAsNodesWriteThemTakeTheDirectPath(t *testing.T) {
 	// A node's record: a node id, a hex epoch, a reason of the package, a
 	// UTC time (a whole second has no fraction).
 	for _, reason := range []Reason{ReasonConnect, ReasonTimeout, ReasonClosed, ReasonShutdown, ReasonNodeLost} {
-		for _, when := range []time.Time{at, at.Truncate(time.Second), at.Truncate(time.Millisecond), time.Now().UTC()} {
+		for _, when := range []time.Time{atTest, atTest.Truncate(time.Second), atTest.Truncate(time.Millisecond), time.Now().UTC()} {
 			r := Record{State: Offline, Node: "Gw_9-z", Reason: reason, Epoch: newEpoch(), Conn: 12345678901, At: when}
 			got, ok := parseRecord(r.encode())
 			require.True(t, ok, "%s", r.encode())
@@ -121,7 +121,7 @@ func FuzzDecodeRecord(f *testing.F) {
 }
 
 // typical is a record as a node writes it.
-var typical = Record{State: Online, Node: "gw3", Reason: ReasonConnect, Epoch: "9f86d081884c7d65", Conn: 123456, At: at}
+var typical = Record{State: Online, Node: "gw3", Reason: ReasonConnect, Epoch: "9f86d081884c7d65", Conn: 123456, At: atTest}
 
 func BenchmarkDecodeRecord(b *testing.B) {
 	value := typical.encode()
