@@ -17,7 +17,18 @@ func (n *Node) Crash() {
 
 // ReapOrphans runs one reap of the devices of nodes without a lease.
 func (n *Node) ReapOrphans() (int, error) {
-	return n.reap(context.Background(), orphaned)
+	return n.reapOrphans(context.Background())
+}
+
+// ReapOrphansOnce runs one scan of a reap of the devices of nodes without
+// a lease, passing over the devices of the nodes named, as if the listing
+// before the scan had found them live.
+func (n *Node) ReapOrphansOnce(live ...string) (reaped int, again bool, err error) {
+	before := make(map[string]string, len(live))
+	for _, id := range live {
+		before[id] = ""
+	}
+	return n.reapOrphansOnce(context.Background(), before)
 }
 
 // Epoch returns the node's current epoch.

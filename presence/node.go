@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -375,10 +377,7 @@ func (n *Node) lost(epoch string) {
 		return
 	}
 	n.setHeld(false)
-	var ended []*Conn
-	for _, c := range n.conns {
-		ended = append(ended, c)
-	}
+	ended := slices.Collect(maps.Values(n.conns))
 	clear(n.conns)
 	clear(n.byDevice)
 	n.mu.Unlock()
@@ -438,18 +437,12 @@ func (n *Node) Close(ctx context.Context) (int, error) {
 		return 0, ErrClosed
 	}
 	n.closed = true
-	conns := make([]*Conn, 0, len(n.byDevice))
-	for _, c := range n.byDevice {
-		conns = append(conns, c)
-	}
+	conns := slices.Collect(maps.Values(n.byDevice))
 	n.mu.Unlock()
 
 	recorded, firstErr := n.shutdownAll(ctx, conns)
 	n.mu.Lock()
-	rest := make([]*Conn, 0, len(n.conns))
-	for _, c := range n.conns {
-		rest = append(rest, c)
-	}
+	rest := slices.Collect(maps.Values(n.conns))
 	n.mu.Unlock()
 	for _, c := range rest {
 		c.end(ErrClosed)

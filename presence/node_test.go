@@ -301,6 +301,37 @@ func TestSeveralReapersAtOnceRecordEachDeviceOnce(t *testing.T) {
 	}
 }
 
+// A reap passes over the devices of the nodes live before its scan; when
+// one of them has gone by the end of the scan, it scans again.
+func TestReapScansAgainForANodeThatWentDuringItsScan(t *testing.T) {
+	url := startServer(t)
+	dead := openNode(t, url, "gwDead")
+	reaper := openNode(t, url, "r1")
+	h := watchAll(t, url)
+	const devices = 50
+	for i := range devices {
+		_, err := dead.Connect(ctx(t), devName(i), nil)
+		require.NoError(t, err)
+	}
+	h.caughtUp(t, devName(devices-1))
+	dead.Crash()
+	kv, err := jsOf(t, url).KeyValue(ctx(t), "presence-nodes")
+	require.NoError(t, err)
+	require.NoError(t, kv.Delete(ctx(t), "gwDead"))
+
+	reaped, again, err := reaper.ReapOrphansOnce("gwDead", "r1")
+	require.NoError(t, err)
+	assert.Zero(t, reaped, "gwDead was live before the scan: its devices are passed over")
+	assert.True(t, again, "gwDead went during the scan")
+	_, err = reaper.ReapOrphans()
+	require.NoError(t, err)
+	for i := range devices {
+		r, err := reaper.Lookup(ctx(t), devName(i))
+		require.NoError(t, err)
+		assert.Equal(t, presence.ReasonNodeLost, r.Reason, devName(i))
+	}
+}
+
 func TestRestartWithinTheLeaseKeepsReconnectedDevicesAndLosesTheRest(t *testing.T) {
 	url := startServer(t)
 	first := openNode(t, url, "gw1")

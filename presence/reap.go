@@ -3,57 +3,105 @@ package presence
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// reap records node_lost for every online record that isDead says is
-// orphaned, given the leases held after the scan, and reports how many it
-// recorded. Each write compares the revision scanned: a record that
-// changed since (a newer connection, another reaper) is left alone. A reap
-// has no deadline of its own: its scan of every record and its window of
-// writes each fail only when the engine stops answering for a lease
-// (errStalled), however long the whole takes; a reap that fails keeps
-// what it wrote, and the next skips those records.
-func (n *Node) reap(ctx context.Context, isDead func(r *Record, live map[string]string) bool) (int, error) {
-	recs, err := n.scanRecords(ctx, n.cfg.Lease)
+// reapOrphans records node_lost for every online record whose node holds
+// no lease after the scan, and reports how many it recorded. The records
+// of a node that holds one are that node's business, even under an older
+// epoch (it restarted; see reapOlderEpochs). Each write compares the
+// revision scanned: a record that changed since (a newer connection,
+// another reaper) is left alone. A reap has no deadline of its own: its
+// scan of every record and its window of writes each fail only when the
+// engine stops answering for a lease (errStalled), however long the whole
+// takes; a reap that fails keeps what it wrote, and the next skips those
+// records.
+//
+// The scan keeps only the records of nodes that held no lease before it
+// either: the periodic scan of a fleet whose nodes all live keeps none.
+// A node that held its lease before the scan and holds none after it had
+// its records passed over; the reap then scans again, and that node is
+// among those without a lease before the next scan.
+func (n *Node) reapOrphans(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		before, err := n.liveNodes(ctx, n.cfg.Lease)
+		if err != nil {
+			return total, err
+		}
+		reaped, again, err := n.reapOrphansOnce(ctx, before)
+		total += reaped
+		if err != nil || !again {
+			return total, err
+		}
+	}
+}
+
+// reapOrphansOnce is one scan of reapOrphans, passing over the records of
+// the nodes in before; again reports that one of those went meanwhile.
+func (n *Node) reapOrphansOnce(ctx context.Context, before map[string]string) (reaped int, again bool, err error) {
+	recs, err := n.scanRecords(ctx, n.cfg.Lease, func(r Record) bool {
+		_, held := before[r.Node]
+		return r.State == Online && !held
+	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	// The leases are read after the records: a node that recorded a
 	// device during the scan held its lease before, so it is seen live.
 	live, err := n.liveNodes(ctx, n.cfg.Lease)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if err := n.confirmGone(ctx, recs, live); err != nil {
-		return 0, err
+	if err := n.confirmGone(ctx, recs, before, live); err != nil {
+		return 0, false, err
 	}
-	var dead []*Record
-	for i := range recs {
-		if r := &recs[i]; r.State == Online && isDead(r, live) {
+	dead := recs[:0]
+	for _, r := range recs {
+		if _, ok := live[r.Node]; !ok {
 			dead = append(dead, r)
 		}
 	}
-	reaped, err := n.writeNodeLost(ctx, dead)
+	reaped, err = n.recordLost(ctx, dead)
+	return reaped, wentDuring(before, live), err
+}
+
+// wentDuring reports whether a node of before is missing from after.
+func wentDuring(before, after map[string]string) bool {
+	for node := range before {
+		if _, ok := after[node]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// recordLost writes node_lost for recs (writeNodeLost) and logs how many
+// it recorded.
+func (n *Node) recordLost(ctx context.Context, recs []Record) (int, error) {
+	reaped, err := n.writeNodeLost(ctx, recs)
 	if reaped > 0 {
 		n.log.Info("recorded devices node_lost", "devices", reaped)
 	}
 	return reaped, err
 }
 
-// confirmGone reads the lease of each node that online records name and
-// the listing does not, and adds those it finds to live.
-func (n *Node) confirmGone(ctx context.Context, recs []Record, live map[string]string) error {
-	checked := make(map[string]bool)
+// confirmGone reads the lease of each node that recs or before name and
+// the listing live does not, and adds those it finds to live.
+func (n *Node) confirmGone(ctx context.Context, recs []Record, before, live map[string]string) error {
+	nodes := make(map[string]bool, len(before))
+	for node := range before {
+		nodes[node] = true
+	}
 	for i := range recs {
-		node := recs[i].Node
-		if recs[i].State != Online || checked[node] {
-			continue
-		}
-		checked[node] = true
+		nodes[recs[i].Node] = true
+	}
+	for node := range nodes {
 		if err := n.confirm(ctx, node, live); err != nil {
 			return err
 		}
@@ -91,7 +139,7 @@ func (n *Node) confirm(ctx context.Context, node string, live map[string]string)
 // writes are: a reap of tens of thousands of devices adds no more to the
 // node's backlog than a connect storm does. It reports how many it
 // recorded, and gives up when no answer comes for a lease.
-func (n *Node) writeNodeLost(ctx context.Context, recs []*Record) (int, error) {
+func (n *Node) writeNodeLost(ctx context.Context, recs []Record) (int, error) {
 	var (
 		window   []jetstream.PubAckFuture // oldest first
 		reaped   int
@@ -139,14 +187,6 @@ func (n *Node) writeNodeLost(ctx context.Context, recs []*Record) (int, error) {
 		}
 	}
 	return reaped, firstErr
-}
-
-// orphaned says a record is orphaned when its node holds no lease. The
-// records of a node that holds one are that node's business, even under
-// an older epoch (it restarted; see reapOlderEpochs).
-func orphaned(r *Record, live map[string]string) bool {
-	_, ok := live[r.Node]
-	return !ok
 }
 
 // watchNodes follows the nodes bucket: the removal of a lease (its expiry
@@ -259,7 +299,7 @@ func (n *Node) reconcileLoop(took bool) {
 			reap = false
 		}
 		if reap {
-			if _, err := n.reap(n.run, orphaned); err == nil {
+			if _, err := n.reapOrphans(n.run); err == nil {
 				n.lastScan = time.Now()
 			} else {
 				signal(n.reapNow) // try again
@@ -323,12 +363,17 @@ func (n *Node) reapOlderEpochsAt(t time.Time) {
 
 // reapOlderEpochs records node_lost for the devices still online under an
 // earlier epoch of this node's id than the current one, and returns the
-// current one.
+// current one. It reads no leases: those records are this node's, whether
+// an earlier epoch's lease is held or not. Each write compares the
+// revision scanned, as reapOrphans's do.
 func (n *Node) reapOlderEpochs(ctx context.Context) (string, error) {
 	epoch := n.epochNow()
-	_, err := n.reap(ctx, func(r *Record, _ map[string]string) bool {
-		return r.Node == n.cfg.Node && r.Epoch != epoch
+	recs, err := n.scanRecords(ctx, n.cfg.Lease, func(r Record) bool {
+		return r.State == Online && r.Node == n.cfg.Node && r.Epoch != epoch
 	})
+	if err == nil {
+		_, err = n.recordLost(ctx, recs)
+	}
 	return epoch, err
 }
 
@@ -336,10 +381,7 @@ func (n *Node) reapOlderEpochs(ctx context.Context) (string, error) {
 // belongs to another connection now: the kicks a disconnected node missed.
 func (n *Node) verifyLocal(ctx context.Context) error {
 	n.mu.Lock()
-	conns := make([]*Conn, 0, len(n.byDevice))
-	for _, c := range n.byDevice {
-		conns = append(conns, c)
-	}
+	conns := slices.Collect(maps.Values(n.byDevice))
 	n.mu.Unlock()
 	for _, c := range conns {
 		gctx, cancel := context.WithTimeout(ctx, attemptWithin)

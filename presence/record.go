@@ -67,17 +67,6 @@ func (r *Record) encode() []byte {
 	return b
 }
 
-// decodeRecord returns the record of device at revision rev from value, and
-// false for a value that is not a record.
-func decodeRecord(device string, rev uint64, value []byte) (Record, bool) {
-	var r Record
-	if err := json.Unmarshal(value, &r); err != nil || (r.State != Online && r.State != Offline) {
-		return Record{}, false
-	}
-	r.Device, r.Rev = device, rev
-	return r, true
-}
-
 // lease is the value of a node's lease key.
 type lease struct {
 	Epoch string `json:"epoch"`

@@ -208,20 +208,33 @@ func stopWatch(w jetstream.KeyWatcher) {
 	}
 }
 
-// scanRecords returns every device record as the bucket holds it now,
-// or errStalled if the engine sends nothing for stall (0: no bound).
-func (st *Store) scanRecords(ctx context.Context, stall time.Duration) ([]Record, error) {
+// scanRecords returns the device records the bucket holds now that keep
+// accepts, or errStalled if the engine sends nothing for stall (0: no
+// bound). A scan reads every record of the fleet; keep lets it hold only
+// those its caller acts on.
+func (st *Store) scanRecords(ctx context.Context, stall time.Duration, keep func(Record) bool) ([]Record, error) {
 	var out []Record
 	err := scan(ctx, st.devices, stall, func(e jetstream.KeyValueEntry) {
-		device, ok := DecodeKey(e.Key())
-		if !ok {
-			return
-		}
-		if r, ok := decodeRecord(device, e.Revision(), e.Value()); ok {
+		if r, ok := keptRecord(e.Key(), e.Revision(), e.Value(), keep); ok {
 			out = append(out, r)
 		}
 	})
 	return out, err
+}
+
+// keptRecord returns the record under key at revision rev from value, and
+// false if it is not a record or keep refuses it. The key is decoded
+// last, for the records kept only. keep takes the record by value: a
+// pointer would move every record scanned to the heap.
+func keptRecord(key string, rev uint64, value []byte, keep func(Record) bool) (Record, bool) {
+	r, ok := decodeRecord("", rev, value)
+	if !ok || !keep(r) {
+		return Record{}, false
+	}
+	if r.Device, ok = DecodeKey(key); !ok {
+		return Record{}, false
+	}
+	return r, true
 }
 
 // liveNodes returns the epoch of every node that holds a lease now, or
@@ -282,15 +295,14 @@ var errStalled = errors.New("presence: the engine answered nothing for a lease")
 // device that comes online meanwhile keeps its record. A pruned device
 // that connects again gets a new record.
 func (st *Store) Prune(ctx context.Context, before time.Time) (int, error) {
-	recs, err := st.scanRecords(ctx, 0)
+	recs, err := st.scanRecords(ctx, 0, func(r Record) bool {
+		return r.State == Offline && r.At.Before(before)
+	})
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, r := range recs {
-		if r.State != Offline || !r.At.Before(before) {
-			continue
-		}
 		err := st.devices.Purge(ctx, EncodeKey(r.Device), jetstream.LastRevision(r.Rev))
 		if isConflict(err) {
 			continue

@@ -50,7 +50,7 @@ func TestEmbeddedGatePrintsItsNatsURLAndRecordsADevice(t *testing.T) {
 	url := l[strings.Index(l, "nats://"):]
 	w := watcher(t, url)
 	hello(t, addr, "a.b*>:/#$%")
-	recs := w.waitRecords(t, "a.b*>:/#$%", 1, 5*time.Second)
+	recs := w.waitRecords(t, "a.b*>:/#$%", 1, recordWithin)
 	assert.Equal(t, []string{"online", "local", "connect"}, []string{recs[0].State, recs[0].Node, recs[0].Reason})
 	assert.NotZero(t, recs[0].Rev)
 }
@@ -67,7 +67,7 @@ func TestBadFirstLinesGetERRAndRecordNothing(t *testing.T) {
 		assert.True(t, d.closedWithin(5*time.Second), "%q", first)
 	}
 	hello(t, addr, "good") // a record after them all: the watch has seen any before it
-	w.waitRecords(t, "good", 1, 5*time.Second)
+	w.waitRecords(t, "good", 1, recordWithin)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	assert.Len(t, w.lines, 2, "replayed and good only: %q", w.lines)
@@ -85,7 +85,7 @@ func TestHeartbeatsKeepADeviceAndSilenceClosesItAsTimeout(t *testing.T) {
 	}
 	assert.Len(t, w.records(t, "beating"), 1, "heartbeats record nothing")
 	assert.True(t, d.closedWithin(5*time.Second), "silent, the device is closed")
-	recs := w.waitRecords(t, "beating", 2, 5*time.Second)
+	recs := w.waitRecords(t, "beating", 2, recordWithin)
 	assert.Equal(t, "timeout", recs[1].Reason)
 	assert.Equal(t, "offline", recs[1].State)
 }
@@ -96,7 +96,7 @@ func TestADeviceThatClosesIsRecordedClosed(t *testing.T) {
 	w := watcher(t, url)
 	d := hello(t, addr, "leaver")
 	require.NoError(t, d.Close())
-	recs := w.waitRecords(t, "leaver", 2, 5*time.Second)
+	recs := w.waitRecords(t, "leaver", 2, recordWithin)
 	assert.Equal(t, []string{"online", "offline"}, []string{recs[0].State, recs[1].State})
 	assert.Equal(t, "closed", recs[1].Reason)
 }
@@ -114,11 +114,11 @@ func TestMoveBetweenGatewaysClosesTheOldConnectionWithin3s(t *testing.T) {
 	_, addrB := runGate(t, "-nats", url, "-node", "gwB", "-timeout", "10s", "-lease", "1s")
 	w := watcher(t, url)
 	old := hello(t, addrA, "mover")
-	w.waitRecords(t, "mover", 1, 5*time.Second) // so that the watch cannot skip it
+	w.waitRecords(t, "mover", 1, recordWithin) // so that the watch cannot skip it
 	hello(t, addrB, "mover")
 	assert.True(t, old.closedWithin(3*time.Second), "the old connection is closed within 3 s")
 	time.Sleep(2 * time.Second) // past gwA's timeout: its old timer must record nothing
-	recs := w.waitRecords(t, "mover", 2, 5*time.Second)
+	recs := w.waitRecords(t, "mover", 2, recordWithin)
 	require.Len(t, recs, 2, "%+v", recs)
 	assert.Equal(t, []string{"gwA", "gwB"}, []string{recs[0].Node, recs[1].Node})
 	assert.Equal(t, "online", recs[1].State)
@@ -135,7 +135,7 @@ func TestSignalRecordsShutdownAndExitsZero(t *testing.T) {
 		assert.Equal(t, 0, g.exitCode(t, 20*time.Second), sig)
 		g.waitLine(t, "recorded 2 devices offline", time.Second)
 		for i, id := range []string{"d1", "d2"} {
-			recs := w.waitRecords(t, id, 2, 5*time.Second)
+			recs := w.waitRecords(t, id, 2, recordWithin)
 			assert.Equal(t, "shutdown", recs[1].Reason)
 			assert.True(t, devs[i].closedWithin(time.Second))
 		}
@@ -148,7 +148,7 @@ func TestWatchStartedBeforeAnyGatewayPrintsReplayedZeroThenFollows(t *testing.T)
 	w.waitLine(t, `{"replayed":0}`, time.Second)
 	_, addr := runGate(t, "-nats", url, "-node", "gw1", "-timeout", "10s", "-lease", "1s")
 	hello(t, addr, "first")
-	w.waitRecords(t, "first", 1, 5*time.Second)
+	w.waitRecords(t, "first", 1, recordWithin)
 }
 
 func TestWatchReplaysCurrentStateThenCountsIt(t *testing.T) {
@@ -157,7 +157,7 @@ func TestWatchReplaysCurrentStateThenCountsIt(t *testing.T) {
 	hello(t, addr, "x")
 	d := hello(t, addr, "y")
 	require.NoError(t, d.Close())
-	watcher(t, url).waitState(t, "y", "offline", 5*time.Second)
+	watcher(t, url).waitState(t, "y", "offline", recordWithin)
 	w := watcher(t, url)
 	w.waitLine(t, `{"replayed":2}`, time.Second)
 	assert.Equal(t, "offline", w.records(t, "y")[0].State, "the current state only")

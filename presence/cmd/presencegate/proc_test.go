@@ -16,8 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// startWithin bounds how long a test waits for a process's ready line.
+// readyWithin bounds how long a test waits for a process's ready line.
 const readyWithin = 20 * time.Second
+
+// recordWithin bounds how long a test waits for a record that must come,
+// written by a gateway process and printed by a presencewatch process:
+// generous, as on a loaded machine the chain can take seconds, and a
+// record that never comes still fails the test.
+const recordWithin = 30 * time.Second
 
 // proc is a command running as a process, its stdout read line by line.
 type proc struct {
