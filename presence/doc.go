@@ -69,16 +69,16 @@
 // seconds when its server dies; a marker disappears after LimitMarkerTTL),
 // so the reaper also reaps when its listing misses a node that the last
 // one had, and every Config.ScanEvery in any case (four leases, at least
-// a minute: the scan reads every record). A reap scans all
-// records and records node_lost for every online record whose node holds
-// no lease. It lists the leases before the scan too, and the scan keeps
-// only the records of nodes missing from that listing: a node live before
-// the scan and gone after it makes the reap scan again. A killed node's devices are thus recorded node_lost within one
-// lease plus a scan by the fast path, two leases plus a scan by the
-// listing. If the reaper itself dies, the next smallest id takes over at
-// its next listing; two nodes that both believe they are the reaper (their
-// listings differ for a moment) write the same compare-and-set, and one
-// wins.
+// a minute: the scan reads every record). A reap scans all records and
+// records node_lost for every online record whose node holds no lease. It
+// lists the leases before the scan too, and the scan keeps only the
+// records of nodes missing from that listing: a node live before the scan
+// and gone after it makes the reap scan again. A killed node's devices are
+// thus recorded node_lost within one lease plus a scan by the fast path,
+// two leases plus a scan by the listing. If the reaper itself dies, the
+// next smallest id takes over at its next listing; two nodes that both
+// believe they are the reaper (their listings differ for a moment) write
+// the same compare-and-set, and one wins.
 //
 // A reap reads the records first and the leases after, so that a node
 // that registered and recorded devices during the scan is seen live. The
