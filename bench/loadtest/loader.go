@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -95,12 +96,19 @@ type LoadResult struct {
 	// has one entry per such message received, in microseconds: from the
 	// client's last write plus the timeout to the message's arrival.
 	WillLateness []int64 `json:"will_lateness_us,omitempty"`
+	// LastWrites, for a command whose servers report when they gave up each
+	// silent client, has every silent client's last write before it fell
+	// silent, by the client's name, as wall-clock time in Unix nanoseconds:
+	// the servers, on the same machine, read the same clock (see
+	// Loader.FellSilent).
+	LastWrites map[string]int64 `json:"last_writes_ns,omitempty"`
 	// Errors is a sample of what went wrong.
 	Errors []string `json:"errors,omitempty"`
 }
 
 // MergeLoads returns the results of a run's load processes as one: the
-// counts summed, every lateness in one sorted slice, and the errors in
+// counts summed, every lateness in one sorted slice, every last write in
+// one map (the clients' names differ between processes), and the errors in
 // the processes' order.
 func MergeLoads(rs []LoadResult) LoadResult {
 	var m LoadResult
@@ -108,6 +116,10 @@ func MergeLoads(rs []LoadResult) LoadResult {
 		m.Add(r.ClientCounts)
 		m.Lateness = append(m.Lateness, r.Lateness...)
 		m.WillLateness = append(m.WillLateness, r.WillLateness...)
+		if len(r.LastWrites) > 0 && m.LastWrites == nil {
+			m.LastWrites = make(map[string]int64)
+		}
+		maps.Copy(m.LastWrites, r.LastWrites)
 		m.Errors = append(m.Errors, r.Errors...)
 	}
 	slices.Sort(m.Lateness)
@@ -170,10 +182,11 @@ type Loader struct {
 	LiveConnected, SilentConnected, Failed         atomic.Int64
 	SilentClosed, SilentLostEarly, LiveLost, Early atomic.Int64
 
-	lateness Lateness // of the silent clients' disconnections
-	wills    Lateness // of their wills' arrivals (WillArrived)
-	mu       sync.Mutex
-	errors   []string
+	lateness   Lateness // of the silent clients' disconnections
+	wills      Lateness // of their wills' arrivals (WillArrived)
+	mu         sync.Mutex
+	errors     []string
+	lastWrites map[string]int64 // FellSilent's, in Unix nanoseconds
 
 	started chan struct{} // closed when the window starts
 	start   time.Time     // when it started; read once started is closed
@@ -251,6 +264,20 @@ func (l *Loader) Closed(took time.Duration) (early bool) {
 // last write: how late that was, past Timeout (see LoadResult.WillLateness).
 func (l *Loader) WillArrived(took time.Duration) { l.wills.Add(took - l.Timeout) }
 
+// FellSilent records that the silent client name fell silent, its last
+// write at last: the moment, on the wall clock that every process on the
+// machine shares, from which a server may report how late it gave the
+// client up (see LoadResult.LastWrites). A second call for the same name
+// replaces the first.
+func (l *Loader) FellSilent(name string, last time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lastWrites == nil {
+		l.lastWrites = make(map[string]int64)
+	}
+	l.lastWrites[name] = last.UnixNano()
+}
+
 // Counts returns the counts so far.
 func (l *Loader) Counts() ClientCounts {
 	return ClientCounts{
@@ -264,11 +291,12 @@ func (l *Loader) Counts() ClientCounts {
 	}
 }
 
-// Result returns the counts, latenesses and errors so far.
+// Result returns the counts, latenesses, last writes and errors so far.
 func (l *Loader) Result() LoadResult {
 	res := LoadResult{ClientCounts: l.Counts(), Lateness: l.lateness.Micros(), WillLateness: l.wills.Micros()}
 	l.mu.Lock()
 	res.Errors = append([]string(nil), l.errors...)
+	res.LastWrites = maps.Clone(l.lastWrites)
 	l.mu.Unlock()
 	return res
 }

@@ -136,6 +136,20 @@ func TestLoaderClosedCountsLatenessAndEarlyCloses(t *testing.T) {
 	assert.Equal(t, []int64{500000, -100000, 0}, res.Lateness)
 }
 
+func TestLoaderFellSilentReportsTheLastWriteOfEachClientInUnixNanoseconds(t *testing.T) {
+	l, err := NewLoader(LoadConfig{Servers: []string{"a"}}, time.Second)
+	require.NoError(t, err)
+	assert.Nil(t, l.Result().LastWrites, "no client fell silent")
+	at := time.Unix(1700000000, 123456789)
+	l.FellSilent("s1", at.Add(-time.Second))
+	l.FellSilent("s2", at)
+	l.FellSilent("s1", at.Add(time.Millisecond))
+	res := l.Result()
+	assert.Equal(t, map[string]int64{"s1": at.UnixNano() + 1e6, "s2": at.UnixNano()}, res.LastWrites)
+	l.FellSilent("s3", at)
+	assert.Len(t, res.LastWrites, 2, "a result is a copy")
+}
+
 func TestLoaderNoteKeepsTheFirstFewErrors(t *testing.T) {
 	l, err := NewLoader(LoadConfig{Servers: []string{"a"}}, time.Second)
 	require.NoError(t, err)
@@ -247,6 +261,11 @@ func TestMergeLoadsSumsCountsAndSortsEveryLateness(t *testing.T) {
 	assert.Equal(t, []int64{-1, 2, 5}, m.Lateness)
 	assert.Equal(t, []string{"a", "b", "c"}, m.Errors)
 	assert.Equal(t, LoadResult{}, MergeLoads(nil))
+}
+
+func TestMergeLoadsJoinsTheLastWritesOfEveryProcess(t *testing.T) {
+	m := MergeLoads([]LoadResult{{LastWrites: map[string]int64{"a": 1}}, {}, {LastWrites: map[string]int64{"b": 2, "c": 3}}})
+	assert.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, m.LastWrites)
 }
 
 func TestMergeLoadsSortsTheWillLatenessesOfEveryProcess(t *testing.T) {

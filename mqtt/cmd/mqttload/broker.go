@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +33,10 @@ type brokerResult struct {
 	// Disconnects the broker put down to keep-alive: the hook's expiries,
 	// or mochi's read deadlines (on either listener).
 	KeepAliveDisconnects int64 `json:"keepalive_disconnects"`
+	// GaveUp has, for each silent client disconnected for keep-alive, the
+	// moment the broker's OnDisconnect saw it, by client ID, as wall-clock
+	// time in Unix nanoseconds: the load processes' clock too.
+	GaveUp map[string]int64 `json:"gave_up_ns,omitempty"`
 	// Clients still watched: by the hook, or with a task of the listener.
 	Watched int `json:"watched"`
 	// Packets the broker read over the window.
@@ -47,11 +53,24 @@ type brokerResult struct {
 	Lateness [schedule.LatenessBuckets]uint64 `json:"lateness"`
 }
 
-// disconnects is a hook that counts keep-alive disconnects, for either
-// keep-alive.
+// disconnects is a hook that counts keep-alive disconnects, for every
+// keep-alive, and notes when each silent client's came.
+//
+// mochi (v2.7.9, Server.attachClient) calls OnDisconnect last, once the
+// client's read loop has left its read: with a deadline (mochi's own, on
+// either listener) the read times out, mochi publishes the will, then
+// closes the connection, then calls OnDisconnect; with the hook, the
+// hook's stop closes the connection first, which ends the read, and mochi
+// then publishes the will and calls OnDisconnect. Either way, when it runs
+// the will is out and the connection closed. It is added before the
+// keep-alive hook, so that it runs first in every mode, and it costs the
+// same in every mode, nothing for a client until it leaves.
 type disconnects struct {
 	mochi.HookBase
 	keepAlive atomic.Int64
+
+	mu     sync.Mutex
+	gaveUp map[string]int64 // see brokerResult.GaveUp
 }
 
 func (d *disconnects) ID() string { return "mqttload-disconnects" }
@@ -59,13 +78,36 @@ func (d *disconnects) ID() string { return "mqttload-disconnects" }
 func (d *disconnects) Provides(b byte) bool { return b == mochi.OnDisconnect }
 
 func (d *disconnects) OnDisconnect(cl *mochi.Client, err error, expire bool) {
+	now := time.Now()
+	if !timedOut(cl, err) {
+		return
+	}
+	d.keepAlive.Add(1)
+	if strings.HasPrefix(cl.ID, silentID) {
+		d.mu.Lock()
+		if d.gaveUp == nil {
+			d.gaveUp = make(map[string]int64)
+		}
+		d.gaveUp[cl.ID] = now.UnixNano()
+		d.mu.Unlock()
+	}
+}
+
+// timedOut reports whether cl, which left with err, was disconnected for
+// its keep-alive: by the hook, which stops it with ErrKeepAliveTimeout, or
+// by a read deadline, whose read fails with a timeout.
+func timedOut(cl *mochi.Client, err error) bool {
 	var code packets.Code
 	var ne net.Error
-	cause := cl.StopCause()
-	if errors.As(cause, &code) && code == packets.ErrKeepAliveTimeout ||
-		errors.As(err, &ne) && ne.Timeout() {
-		d.keepAlive.Add(1)
-	}
+	return errors.As(cl.StopCause(), &code) && code == packets.ErrKeepAliveTimeout ||
+		errors.As(err, &ne) && ne.Timeout()
+}
+
+// gaveUpSoFar returns a copy of the moments noted so far.
+func (d *disconnects) gaveUpSoFar() map[string]int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.gaveUp)
 }
 
 // deadlineBack is a hook that, added after the keep-alive hook, turns
@@ -100,6 +142,10 @@ func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds 
 	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
 		return err
 	}
+	dc := new(disconnects)
+	if err := srv.AddHook(dc, nil); err != nil {
+		return err
+	}
 	if c.Mode != modeMochi {
 		var err error
 		if sched, err = schedule.New(c.Workers); err != nil {
@@ -117,10 +163,6 @@ func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds 
 		if err := srv.AddHook(new(deadlineBack), nil); err != nil {
 			return err
 		}
-	}
-	dc := new(disconnects)
-	if err := srv.AddHook(dc, nil); err != nil {
-		return err
 	}
 	var willsSilent, willsLive atomic.Int64
 	err := srv.Subscribe("will/#", 1, func(_ *mochi.Client, _ packets.Subscription, pk packets.Packet) {
@@ -164,6 +206,7 @@ func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds 
 				WillsSilent:          willsSilent.Load(),
 				WillsLive:            willsLive.Load(),
 				KeepAliveDisconnects: dc.keepAlive.Load(),
+				GaveUp:               dc.gaveUpSoFar(),
 			}
 			if sched != nil {
 				st := sched.Stats()

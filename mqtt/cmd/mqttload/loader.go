@@ -91,8 +91,11 @@ func (l *loader) watchWills(server string) error {
 	return nil
 }
 
-// silentWills is the topic prefix of the silent clients' wills.
-const silentWills = "will/silent/"
+// The prefixes of the silent clients' IDs and of their wills' topics.
+const (
+	silentID    = "silent-"
+	silentWills = "will/silent/"
+)
 
 // wrote records a silent client's last write so far.
 func (l *loader) wrote(id string, at time.Time) {
@@ -136,7 +139,7 @@ func (l *loader) connectLive(k int) {
 // connectSilent connects bare client k, which pings every half Keep Alive
 // until fall after the window starts, then sends nothing.
 func (l *loader) connectSilent(k int, fall time.Duration) {
-	id := fmt.Sprintf("silent-%d-%d", l.Config.Index, k)
+	id := fmt.Sprintf("%s%d-%d", silentID, l.Config.Index, k)
 	conn, err := l.Dialer.Dial("tcp", l.Server(k))
 	if err != nil {
 		l.Failed.Add(1)
@@ -190,6 +193,7 @@ pinging:
 		}
 	}
 	// Silent from now on: wait for the broker to close the connection.
+	l.FellSilent(id, lastWrite)
 	_ = w.SetReadDeadline(l.SilentDeadline())
 	if err := w.WaitClosed(); err != nil {
 		return // still open at the end: counted as not disconnected

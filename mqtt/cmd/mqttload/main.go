@@ -19,9 +19,12 @@
 // against expected, wills published against expected, live clients
 // wrongly disconnected, silent clients disconnected early, detection
 // lateness past 1.5 × Keep Alive (p50, p99, max, measured by each silent
-// client from its last write to the end of its connection), and the
-// brokers' memory and CPU per connection. Progress goes to standard error
-// while it runs.
+// client from its last write to the end of its connection), the broker's
+// detection lateness (the same, to the moment the broker gives the client
+// up: mochi's OnDisconnect for it, after the will and the close, read on
+// the wall clock that the processes of a run share), the wills' lateness at
+// a subscriber, and the brokers' memory and CPU per connection. Progress
+// goes to standard error while it runs.
 //
 // Usage:
 //

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,8 @@ func TestMain(m *testing.M) {
 // TestLoadCI runs the whole load test at CI size, all three keep-alives, with
 // two brokers (gateway shards) and two load processes: every count must
 // be exact, so the exit status is 0, and the report must show every
-// keep-alive. Keep Alive is 2 s, not 1 s: paho pings up to 1.25 × Keep
+// keep-alive, with the broker's detection lateness after the client's.
+// Keep Alive is 2 s, not 1 s: paho pings up to 1.25 × Keep
 // Alive after its last packet, and on a loaded machine under the race
 // detector the 0.25 s to spare at 1 s is too little.
 func TestLoadCI(t *testing.T) {
@@ -42,10 +44,14 @@ func TestLoadCI(t *testing.T) {
 		t.Fatalf("exit status %d\n%s", code, stderr.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"go-schedule listener", "go-schedule hook", "mochi deadline", "silent clients disconnected / expected"} {
+	for _, want := range []string{"go-schedule listener", "go-schedule hook", "mochi deadline", "silent clients disconnected / expected",
+		"\nbroker detection lateness p50 ", "\nbroker detection lateness p99 ", "\nbroker detection lateness max "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report has no %q", want)
 		}
+	}
+	if client, broker := strings.Index(out, "\ndetection lateness max "), strings.Index(out, "\nbroker detection lateness p50 "); client < 0 || client > broker {
+		t.Errorf("the broker's detection lateness does not follow the client's")
 	}
 	if strings.Contains(out, "WRONG") {
 		t.Errorf("the report shows a wrong count")
@@ -55,22 +61,56 @@ func TestLoadCI(t *testing.T) {
 	}
 }
 
-// TestLoadTogether runs two keep-alives at once (-together), mochi's
-// listed first: every count must be exact for both, and the report must
-// list them in the order given, with the ratio line.
+// TestLoadTogether runs the three keep-alives at once (-together), mochi's
+// listed first, each on two brokers and two load processes: every count
+// must be exact for each, the brokers must have timed the disconnect of
+// every silent client, and the report must list the keep-alives in the
+// order given, with the ratio lines.
 func TestLoadTogether(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"-clients", "100", "-silent", "0.25", "-keepalive", "2",
-		"-fall", "1s", "-grace", "1500ms", "-dialers", "16", "-together", "-mode", "mochi,listener"}, nil, &stdout, &stderr)
+	c, err := parseFlags([]string{"-clients", "100", "-silent", "0.25", "-keepalive", "2",
+		"-fall", "1s", "-grace", "1500ms", "-brokers", "2", "-loaders", "2", "-dialers", "16",
+		"-together", "-mode", "mochi,listener,hook"}, io.Discard)
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	rep, err := measure(t.Context(), c, &stderr)
+	require.NoError(t, err, "standard error:\n%s", stderr.String())
+	var stdout bytes.Buffer
+	rep.write(&stdout)
 	t.Logf("report:\n%s", stdout.String())
-	require.Equal(t, loadtest.ExitPass, code, "exit status; standard error:\n%s", stderr.String())
+	require.Equal(t, loadtest.ExitPass, loadtest.Judge("mqttload", rep.failures(), &stderr), "standard error:\n%s", stderr.String())
+	for _, m := range rep.modes {
+		assert.Len(t, m.BrokerLateness, m.Silent, "%s: silent clients timed by the brokers", m.Mode)
+	}
 	out := stdout.String()
-	mochiAt, hookAt := strings.Index(out, "mochi deadline"), strings.Index(out, "go-schedule listener")
-	require.True(t, mochiAt >= 0 && hookAt >= 0, "the report lacks a keep-alive")
-	assert.Less(t, mochiAt, hookAt, "the columns are not in the order of -mode")
+	mochiAt, listenerAt := strings.Index(out, "mochi deadline"), strings.Index(out, "go-schedule listener")
+	require.True(t, mochiAt >= 0 && listenerAt >= 0, "the report lacks a keep-alive")
+	assert.Less(t, mochiAt, listenerAt, "the columns are not in the order of -mode")
 	assert.NotContains(t, out, "WRONG")
 	assert.Contains(t, out, "go-schedule listener / mochi deadline: broker CPU per connection")
+	assert.Contains(t, out, "go-schedule hook / mochi deadline: broker CPU per connection")
+	assert.Contains(t, out, ", broker detection p99 ")
 	assert.Contains(t, stderr.String(), "waiting for the other keep-alive")
+}
+
+// TestBrokerLatenessJoinsTheBrokersAndTheLoadProcessesByClientID: each
+// client that a broker gave up and a load process saw fall silent has one
+// lateness, past the timeout, whichever processes they were; a client
+// that only one side names has none.
+func TestBrokerLatenessJoinsTheBrokersAndTheLoadProcessesByClientID(t *testing.T) {
+	const timeout = 3 * time.Second
+	base := time.Unix(1700000000, 0).UnixNano()
+	ms := int64(time.Millisecond)
+	loads := []loadtest.LoadResult{
+		{LastWrites: map[string]int64{"silent-0-0": base, "silent-0-1": base + 5*ms}},
+		{LastWrites: map[string]int64{"silent-1-0": base, "silent-1-1": base}}, // silent-1-1 never given up
+	}
+	brokers := []brokerResult{
+		{GaveUp: map[string]int64{"silent-0-0": base + int64(timeout) + 7*ms, "silent-1-0": base + int64(timeout) - 2*ms}},
+		{GaveUp: map[string]int64{"silent-0-1": base + 5*ms + int64(timeout) + 250*int64(time.Microsecond), "silent-9-9": base}},
+		{},
+	}
+	assert.Equal(t, []int64{-2000, 250, 7000}, brokerLateness(loads, brokers, timeout))
+	assert.Empty(t, brokerLateness(nil, brokers, timeout))
 }
 
 // TestWrongCountsFail: the exit status depends on the counts; each one

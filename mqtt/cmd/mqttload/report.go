@@ -118,6 +118,7 @@ func (r *report) write(w io.Writer) {
 		tab.Row(check.Name, func(c column) string { return c.m.checks()[i].Cell() })
 	}
 	tab.Quantiles("detection lateness", func(c column) []int64 { return c.t.Lateness })
+	tab.Quantiles("broker detection lateness", func(c column) []int64 { return c.m.BrokerLateness })
 	tab.Row("wills received by a subscriber", func(c column) string { return loadtest.Commas(int64(len(c.t.WillLateness))) })
 	tab.Quantiles("will lateness", func(c column) []int64 { return c.t.WillLateness })
 	tab.Row("broker memory per connection (RSS)", func(c column) string { return perConn(c.t.brokers.RSSDelta, c.t.brokers.Conns) })
@@ -185,11 +186,13 @@ func (r *report) write(w io.Writer) {
 	if rs := r.ratios(); len(rs) > 0 {
 		fmt.Fprintln(w)
 		for _, r := range rs {
-			fmt.Fprintf(w, "%s / %s: broker CPU per connection %s, detection lateness p99 %s, will lateness p99 %s\n", r.mode, modeLabel(modeMochi), r.cpu, r.p99, r.willP99)
+			fmt.Fprintf(w, "%s / %s: broker CPU per connection %s, detection lateness p99 %s, will lateness p99 %s, broker detection p99 %s\n",
+				r.mode, modeLabel(modeMochi), r.cpu, r.p99, r.willP99, r.brokerP99)
 		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "lateness: from a silent client's last packet + 1.5 × keep-alive to the end of its connection, seen by the client")
+	fmt.Fprintln(w, "broker lateness: from the same moment to the broker's OnDisconnect for the client (will published, connection closed), on the wall clock")
 	fmt.Fprintln(w, "will lateness: from the same moment to the arrival of the client's will at a subscriber (one per broker, in the load process)")
 	fmt.Fprintln(w, "memory: at the window's start, after a collection, less the same before any client connected")
 	fmt.Fprintln(w, "CPU: broker processes over the window (pings, silent clients' disconnects and wills), per average open connection")
@@ -202,16 +205,17 @@ func (r *report) write(w io.Writer) {
 
 // ratio is one mode's figures over mochi's deadline's, in the same run,
 // formatted.
-type ratio struct{ mode, cpu, p99, willP99 string }
+type ratio struct{ mode, cpu, p99, willP99, brokerP99 string }
 
 // ratios returns the ratios of every mode to mochi's deadline, when the
 // run measured it.
 func (r *report) ratios() []ratio {
 	var own *totals
+	var ownBroker []int64
 	for _, m := range r.modes {
 		if m.Mode == modeMochi {
 			t := m.totals()
-			own = &t
+			own, ownBroker = &t, m.BrokerLateness
 		}
 	}
 	if own == nil {
@@ -241,7 +245,8 @@ func (r *report) ratios() []ratio {
 		}
 		t := m.totals()
 		rs = append(rs, ratio{mode: modeLabel(m.Mode), cpu: div(perConnCPU(&t), perConnCPU(own)),
-			p99: div(p99(t.Lateness), p99(own.Lateness)), willP99: div(p99(t.WillLateness), p99(own.WillLateness))})
+			p99: div(p99(t.Lateness), p99(own.Lateness)), willP99: div(p99(t.WillLateness), p99(own.WillLateness)),
+			brokerP99: div(p99(m.BrokerLateness), p99(ownBroker))})
 	}
 	return rs
 }

@@ -19,16 +19,29 @@ type modeResult struct {
 	Live   int // paho clients
 	Silent int // clients that fall silent
 	loadtest.Result[brokerResult]
+	// BrokerLateness is brokerLateness of the result: how late the brokers
+	// gave up the silent clients, sorted, in microseconds.
+	BrokerLateness []int64
 }
 
 // runLoad measures every mode of c, writes the report to stdout and
 // progress to stderr, and returns the counts that were wrong.
 func runLoad(ctx context.Context, c config, stdout, stderr io.Writer) ([]loadtest.Failure, error) {
+	writeHeader(stdout, c)
+	rep, err := measure(ctx, c, stderr)
+	if err != nil {
+		return nil, err
+	}
+	rep.write(stdout)
+	return rep.failures(), nil
+}
+
+// measure measures every mode of c, writing progress to stderr.
+func measure(ctx context.Context, c config, stderr io.Writer) (*report, error) {
 	// The children's standard error is copied to stderr by goroutines of
 	// os/exec, concurrently with the progress lines.
 	stderr = &loadtest.LockedWriter{W: stderr}
 	rep := &report{cfg: c}
-	writeHeader(stdout, c)
 	// Each mode's load processes dial from a loopback network of their
 	// own, different in every run.
 	nets, err := loadtest.RandomLoopbacks(len(c.Modes))
@@ -43,8 +56,7 @@ func runLoad(ctx context.Context, c config, stdout, stderr io.Writer) ([]loadtes
 			}
 			rep.modes = append(rep.modes, res)
 		}
-		rep.write(stdout)
-		return rep.failures(), nil
+		return rep, nil
 	}
 	// Together: every mode at once, with their windows started at the same
 	// moment, once all of them are connected.
@@ -77,8 +89,7 @@ func runLoad(ctx context.Context, c config, stdout, stderr io.Writer) ([]loadtes
 		return nil, err
 	}
 	rep.modes = results
-	rep.write(stdout)
-	return rep.failures(), nil
+	return rep, nil
 }
 
 // barrier lets a number of goroutines wait for each other.
@@ -151,6 +162,9 @@ func runMode(ctx context.Context, c config, mode string, net loadtest.Loopback, 
 		}
 	}
 	var err error
-	res.Result, err = loadtest.Measure(ctx, m)
-	return res, err
+	if res.Result, err = loadtest.Measure(ctx, m); err != nil {
+		return res, err
+	}
+	res.BrokerLateness = brokerLateness(res.Loaders, res.Servers, c.timeout())
+	return res, nil
 }
