@@ -82,15 +82,19 @@ package schedule
 //     task's state word in place (task.go), and send the owner requests
 //     through the inbox (inbox.go).
 //   - The owner goroutine (owner.go) is alone with the deadline heap
-//     (heap.go) and its timer. The cancel strategy (strategy.go, lazy.go,
-//     eager.go) is what differs between lazy and eager cancel; it holds no
-//     reference to the owner, which passes it the heap and does the
-//     rebuilds it asks for.
+//     (heap.go) and its timer. It pushes every entry itself, and tells a
+//     task's current entry from its tombstones by their tags. The cancel
+//     strategy (cancel.go) is what differs between lazy and eager cancel:
+//     what a cancel and a deadline moved earlier do to the heap, and when
+//     it is rebuilt. It holds no reference to the owner or to a task; the
+//     owner passes it the heap and does the rebuilds it asks for.
 //   - Drains (runner.go), on the ants pool, take due tasks from the run
 //     queue, which the owner fills, and run their jobs.
 //
-// clock.go and counters.go are leaves that all three share; stats.go reads
-// the counters for Stats; options.go, errors.go and poolcheck.go serve New.
+// task.go (the state word, and the clock its deadlines are read on) and
+// slab.go are leaves that all three share; stats.go holds the counters
+// they write and reads them for Stats; options.go, errors.go and
+// poolcheck.go serve New.
 //
 // One word per idea, in names and comments alike:
 //

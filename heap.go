@@ -7,7 +7,7 @@ import "math"
 type entry struct {
 	when int64  // deadline the entry is ordered by; may lag the task's own
 	slot uint32 // slot of the task in the slab
-	tag  uint32 // the cancel strategy's: lazy cancel tells tombstones by it
+	tag  uint32 // the task's tag when the entry was pushed (task.tag)
 }
 
 // deadlineHeap is a 4-ary min-heap of entries ordered by when. Four
@@ -205,7 +205,7 @@ func (h *deadlineHeap) shrink() {
 // shrinkAfterRebuild fits the capacity to what a lazy heap grows back to
 // before its next rebuild, for use after an O(n) rebuild that discarded
 // many entries (the copy costs no more than the rebuild did). Tombstones
-// may make up 1/rebuildShare of the heap before the next rebuild (lazy.go),
+// may make up 1/rebuildShare of the heap before the next rebuild (cancel.go),
 // so the n entries kept regrow by n/(rebuildShare-1); a further
 // n/shrinkSlack spares the pushes that get it there from ever copying the
 // slice, where shrinking to the bare length would make every push after a

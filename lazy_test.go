@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// White-box tests of the lazy cancel strategy (lazy.go).
+// White-box tests of the lazy cancel strategy (cancel.go).
 
 func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 	s := bare(LazyCancel)

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"errors"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -220,12 +221,11 @@ func (o *owner) apply(r op) {
 			}
 			o.intervals[r.slot] = r.interval
 		}
-		o.beforeEntry(t)
-		o.cancel.push(&o.heap, r.slot, t, wordWhen(w))
+		o.push(r.slot, t, wordWhen(w))
 	case opEarlier:
-		if wordStatus(w) == statusPending && w&flagOwned != 0 {
-			o.beforeEntry(t)
-			o.cancel.movedEarlier(&o.heap, r.slot, t, wordWhen(w))
+		if wordStatus(w) == statusPending && w&flagOwned != 0 &&
+			!o.cancel.movedEarlier(&o.heap, r.slot, wordWhen(w)) {
+			o.push(r.slot, t, wordWhen(w))
 		}
 	case opRemove:
 		// Sent by eager cancel only, whose heap knows every entry's index.
@@ -239,12 +239,18 @@ func (o *owner) apply(r op) {
 	}
 }
 
-// beforeEntry rebuilds the heap before t gets a new entry, if the strategy
-// needs it to (canceller.tagsRunOut).
-func (o *owner) beforeEntry(t *task) {
-	if o.cancel.tagsRunOut(t) {
+// push gives t, in slot, a new entry in the heap, due at when. The entry
+// takes t's next tag, so that t's older entries, if any, are tombstones
+// from then on (classify). Tags are 32 bits: before t's come round, the
+// heap is rebuilt, which clears out every tombstone, so that no old entry
+// can match a new tag. (Eager cancel leaves no tombstones, and pays one
+// needless rebuild per 2^32 entries of one slot.)
+func (o *owner) push(slot uint32, t *task, when int64) {
+	if t.tag == math.MaxUint32-1 {
 		o.rebuild()
 	}
+	t.tag++
+	o.heap.push(entry{when: when, slot: slot, tag: t.tag})
 }
 
 // collectDue hands every task due at now to the run queue, in chunks, and
@@ -311,7 +317,7 @@ func (o *owner) collectDue(now int64) {
 // returns a live entry's task and the task's word as it read it.
 func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
 	t = o.slab.at(e.slot)
-	if !o.cancel.current(e, t) {
+	if e.tag != t.tag {
 		return nil, 0, false // a tombstone
 	}
 	w = t.word.Load()

@@ -206,3 +206,42 @@ func TestPostponedDeadlinesDoNotWakeTheOwner(t *testing.T) {
 		})
 	})
 }
+
+// A task's tag comes round after 2^32 entries of its slot under eager
+// cancel too. The owner then rebuilds the heap before the push, as for
+// lazy cancel (TestLazyTagWrapDoesNotRunATaskTwice); the rebuild must keep
+// the positions eager cancel removes entries by, and the new entry must
+// still be the task's current one.
+func TestEagerTagWrapKeepsPositionsAndRunsTheTaskOnce(t *testing.T) {
+	s := bare(EagerCancel)
+	var others []TaskID
+	for i := range 3 {
+		id, err := s.ScheduleOne(nop, time.Duration(i+1)*time.Hour)
+		require.NoError(t, err)
+		others = append(others, id)
+	}
+	s.step(0)
+	// The last moves to the top without a request: only the rebuild's
+	// heapify brings its entry forward, and must record where it went.
+	require.True(t, s.Reset(others[2], 20*time.Minute))
+	id, err := s.ScheduleOne(nop, 30*time.Minute)
+	require.NoError(t, err)
+	slot := s.slab.slotOf(id)
+	task := s.slab.at(slot)
+	task.tag = math.MaxUint32 - 1 // the entry takes the last tag before they come round
+	s.step(0)
+	require.Equal(t, uint32(math.MaxUint32), task.tag)
+	require.Equal(t, 4, s.owner.heap.len())
+	require.Equal(t, s.slab.slotOf(others[2]), s.owner.heap.top().slot, "the heap was rebuilt")
+
+	for _, other := range others {
+		require.True(t, s.CancelTask(other))
+	}
+	s.step(0)
+	require.Equal(t, 1, s.owner.heap.len(), "every cancelled entry removed by its position")
+	assert.Equal(t, slot, s.owner.heap.top().slot)
+
+	s.step(int64(time.Hour))
+	assert.Len(t, s.runs.q.items, 1, "dispatched once")
+	assert.Zero(t, s.owner.heap.len())
+}

@@ -55,6 +55,12 @@ const (
 	minDirectory = 16
 )
 
+// cacheLinePad keeps the fields after it off the cache line of those
+// before it: what is kept per shard, here and in the inbox's lanes and the
+// counters, is padded apart, so that cores working in different shards do
+// not share a cache line.
+type cacheLinePad [64]byte
+
 // chunk is a block of slots. free counts its slots in its shard's free
 // list; the shard's mu guards it. The slots are an array of their own,
 // exactly five pages of 40-byte tasks: with the count beside them, every

@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // TaskID identifies a task scheduled on a Scheduler. It is never 0, and a
@@ -58,6 +59,12 @@ const (
 	never = int64(math.MaxUint64 >> whenShift)
 )
 
+// clock gives deadlines as nanoseconds since the scheduler's epoch, on the
+// monotonic clock: the unit of a word's deadline, and of never.
+type clock struct{ epoch time.Time }
+
+func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
+
 func packWord(when int64, flags uint64) uint64 { return uint64(when)<<whenShift | flags }
 func wordWhen(w uint64) int64                  { return int64(w >> whenShift) }
 func wordStatus(w uint64) uint64               { return w & statusMask }
@@ -80,9 +87,9 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //     by whoever sees the task cancelled with no run in flight (CancelTask,
 //     or the worker ending the run), and when the slot is freed: a job that
 //     can no longer run is never kept reachable.
-//   - tag: owner goroutine only, and lazy cancel's alone: the tag of the
-//     task's current entry in the heap (lazy.push). Eager cancel leaves it
-//     at zero; its heap keeps positions by slot (deadlineHeap.pos).
+//   - tag: owner goroutine only: the tag of the task's current entry in the
+//     heap (owner.push). An entry with another tag is a tombstone, which
+//     only lazy cancel leaves behind.
 type task struct {
 	word atomic.Uint64
 	gen  atomic.Uint32
