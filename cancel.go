@@ -67,8 +67,10 @@ type canceller interface {
 	beforeSleep(heapLen int)
 }
 
-// newCanceller returns the canceller of strategy c, which sends its
-// requests through in, finds tasks in sl and counts cancels in counts.
+// newCanceller returns the canceller of strategy c. Eager cancel sends its
+// removals through in; lazy cancel wakes the owner through in, reads the
+// cancels counted in counts, and weighs a rebuild against the chunks sl
+// has to give back.
 func newCanceller(c CancelStrategy, sl *slab, in *inbox, counts *taskCounts) canceller {
 	if c == EagerCancel {
 		return &eager{inbox: in}

@@ -26,6 +26,16 @@ func keepInKey(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-'
 }
 
+// keptInKey reports whether every byte of s stands for itself in a key.
+func keptInKey(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !keepInKey(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 const hexDigits = "0123456789ABCDEF"
 
 // EncodeKey returns the key of device id in the devices bucket: letters,
@@ -56,16 +66,20 @@ func DecodeKey(key string) (string, bool) {
 	}
 	var b strings.Builder
 	b.Grow(len(key))
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if keepInKey(c) {
-			b.WriteByte(c)
-			continue
-		}
-		if c != '_' || i+2 >= len(key) {
+	for {
+		// A run of bytes that stand for themselves, then an escape or the end.
+		plain, escaped, found := strings.Cut(key, "_")
+		if !keptInKey(plain) {
 			return "", false
 		}
-		hi, lo := unhex(key[i+1]), unhex(key[i+2])
+		b.WriteString(plain)
+		if !found {
+			return b.String(), true
+		}
+		if len(escaped) < 2 {
+			return "", false
+		}
+		hi, lo := unhex(escaped[0]), unhex(escaped[1])
 		if hi < 0 || lo < 0 {
 			return "", false
 		}
@@ -74,9 +88,8 @@ func DecodeKey(key string) (string, bool) {
 			return "", false // EncodeKey never escapes it
 		}
 		b.WriteByte(v)
-		i += 2
+		key = escaped[2:]
 	}
-	return b.String(), true
 }
 
 func unhex(c byte) int {

@@ -45,6 +45,23 @@ func FuzzEncodeKeyRoundTrips(f *testing.F) {
 	})
 }
 
+// DecodeKey accepts exactly what EncodeKey makes: whatever key it
+// decodes, EncodeKey gives back.
+func FuzzDecodeKeyAcceptsOnlyEncodeKeyResults(f *testing.F) {
+	for _, id := range oddIDs {
+		f.Add(presence.EncodeKey(id))
+	}
+	for _, key := range []string{"", "_", "_2", "_zz", "_41", "a.b", "_2e", "a_2Eb_", "é"} {
+		f.Add(key)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		id, ok := presence.DecodeKey(key)
+		if ok && presence.EncodeKey(id) != key {
+			t.Fatalf("%q decodes to %q, which encodes to %q", key, id, presence.EncodeKey(id))
+		}
+	})
+}
+
 func TestValidDeviceIDAcceptsPrintableASCIIUpTo128Bytes(t *testing.T) {
 	assert.True(t, presence.ValidDeviceID("a"))
 	assert.True(t, presence.ValidDeviceID(strings.Repeat("~", 128)))
