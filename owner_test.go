@@ -214,11 +214,11 @@ func TestPostponedDeadlinesDoNotWakeTheOwner(t *testing.T) {
 // still be the task's current one.
 func TestEagerTagWrapKeepsPositionsAndRunsTheTaskOnce(t *testing.T) {
 	s := bare(EagerCancel)
-	var others []TaskID
-	for i := range 3 {
-		id, err := s.ScheduleOne(nop, time.Duration(i+1)*time.Hour)
+	others := make([]TaskID, 3)
+	for i := range others {
+		var err error
+		others[i], err = s.ScheduleOne(nop, time.Duration(i+1)*time.Hour)
 		require.NoError(t, err)
-		others = append(others, id)
 	}
 	s.step(0)
 	// The last moves to the top without a request: only the rebuild's
