@@ -92,8 +92,9 @@ package schedule
 //     queue, which the owner fills, and run their jobs.
 //
 // task.go (the state word, and the clock its deadlines are read on) and
-// slab.go are leaves that all three share; stats.go holds the counters
-// they write and reads them for Stats; options.go, errors.go and
+// slab.go are leaves that all three share. Each counter is declared beside
+// the code that writes it (taskCounts in schedule.go, outcomes in
+// runner.go), and stats.go reads them for Stats; options.go, errors.go and
 // poolcheck.go serve New.
 //
 // One word per idea, in names and comments alike:

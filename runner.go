@@ -3,6 +3,7 @@ package schedule
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/panjf2000/ants/v2"
 )
@@ -400,4 +401,47 @@ func (r *runner) dropDue(ds []due) {
 		r.finish(d.slot, t, &fb)
 	}
 	r.flushFreed(&fb)
+}
+
+// outcomes counts what became of jobs, for Stats. Runs count the jobs they
+// start (fired, lateness) and those that panicked or that they had to drop;
+// the owner counts the runs it skipped and the tasks it dropped at
+// Shutdown.
+type outcomes struct {
+	fired       atomic.Uint64
+	panics      atomic.Uint64
+	dropped     atomic.Uint64
+	skipped     atomic.Uint64
+	maxLateness atomic.Int64
+	// recent is the largest lateness since TakeMaxLateness last swapped it
+	// out; lateness counts starts by lateness bucket, and lateSum adds up
+	// their lateness, in nanoseconds.
+	recent   atomic.Int64
+	lateSum  atomic.Int64
+	lateness [LatenessBuckets]atomic.Uint64
+}
+
+// started counts a job that started late nanoseconds after its deadline.
+// It allocates nothing: a few atomic adds, and a scan of the bounds that
+// stops at the first one above late, so on-time starts cost the least.
+func (c *outcomes) started(late int64) {
+	c.fired.Add(1)
+	raiseTo(&c.maxLateness, late)
+	raiseTo(&c.recent, late)
+	c.lateSum.Add(late)
+	i := 0
+	for i < len(latenessBounds) && late > int64(latenessBounds[i]) {
+		i++
+	}
+	c.lateness[i].Add(1)
+}
+
+// raiseTo sets v to x if x is larger.
+func raiseTo(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if x <= cur || v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/ants/v2"
@@ -324,6 +325,35 @@ func (s *Scheduler) Len() int {
 	n := -s.owner.ended.Load() - int64(s.counts.cancelled())
 	n += int64(s.counts.scheduled())
 	return int(max(n, 0))
+}
+
+// taskCounts counts the adds and cancels behind Len and Stats, in one
+// shard per slab shard, so that no cache line takes a write from every add
+// and every cancel on every core: an add counts in the shard it took its
+// slot from, and a cancel in its task's shard, which for a caller that adds
+// and cancels on one core is that core's shard. Readers sum the shards.
+type taskCounts struct {
+	shards [shardCount]struct {
+		scheduled atomic.Uint64
+		cancelled atomic.Uint64
+		_         cacheLinePad
+	}
+}
+
+func (c *taskCounts) scheduled() uint64 {
+	var n uint64
+	for i := range c.shards {
+		n += c.shards[i].scheduled.Load()
+	}
+	return n
+}
+
+func (c *taskCounts) cancelled() uint64 {
+	var n uint64
+	for i := range c.shards {
+		n += c.shards[i].cancelled.Load()
+	}
+	return n
 }
 
 // IsShutdown reports whether Shutdown or ShutdownContext has been called.

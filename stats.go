@@ -1,9 +1,6 @@
 package schedule
 
-import (
-	"sync/atomic"
-	"time"
-)
+import "time"
 
 // Stats is a snapshot of a Scheduler's counters.
 //
@@ -148,76 +145,4 @@ func (s *Scheduler) Stats() Stats {
 // over any window a query can compute, and MaxLateness.
 func (s *Scheduler) TakeMaxLateness() time.Duration {
 	return time.Duration(s.out.recent.Swap(0))
-}
-
-// The counters behind Len and Stats, kept where they are written so that no
-// cache line takes a write from every add and every cancel on every core.
-
-// taskCounts counts adds and cancels in one shard per slab shard: an add
-// counts in the shard it took its slot from, and a cancel in its task's
-// shard, which for a caller that adds and cancels on one core is that
-// core's shard. Readers sum the shards.
-type taskCounts struct {
-	shards [shardCount]struct {
-		scheduled atomic.Uint64
-		cancelled atomic.Uint64
-		_         cacheLinePad
-	}
-}
-
-func (c *taskCounts) scheduled() uint64 {
-	var n uint64
-	for i := range c.shards {
-		n += c.shards[i].scheduled.Load()
-	}
-	return n
-}
-
-func (c *taskCounts) cancelled() uint64 {
-	var n uint64
-	for i := range c.shards {
-		n += c.shards[i].cancelled.Load()
-	}
-	return n
-}
-
-// outcomes counts what became of jobs. Runs count the jobs they start
-// (fired, lateness) and those that panicked or that they had to drop; the
-// owner counts the runs it skipped and the tasks it dropped at Shutdown.
-type outcomes struct {
-	fired       atomic.Uint64
-	panics      atomic.Uint64
-	dropped     atomic.Uint64
-	skipped     atomic.Uint64
-	maxLateness atomic.Int64
-	// recent is the largest lateness since TakeMaxLateness last swapped it
-	// out; lateness counts starts by lateness bucket, and lateSum adds up
-	// their lateness, in nanoseconds.
-	recent   atomic.Int64
-	lateSum  atomic.Int64
-	lateness [LatenessBuckets]atomic.Uint64
-}
-
-// started counts a job that started late nanoseconds after its deadline.
-// It allocates nothing: a few atomic adds, and a scan of the bounds that
-// stops at the first one above late, so on-time starts cost the least.
-func (c *outcomes) started(late int64) {
-	c.fired.Add(1)
-	raiseTo(&c.maxLateness, late)
-	raiseTo(&c.recent, late)
-	c.lateSum.Add(late)
-	i := 0
-	for i < len(latenessBounds) && late > int64(latenessBounds[i]) {
-		i++
-	}
-	c.lateness[i].Add(1)
-}
-
-func raiseTo(v *atomic.Int64, x int64) {
-	for {
-		cur := v.Load()
-		if x <= cur || v.CompareAndSwap(cur, x) {
-			return
-		}
-	}
 }
