@@ -62,9 +62,13 @@ type result struct {
 	// Under the steady load: GC CPU as a percentage of the CPU available
 	// (GOMAXPROCS × wall), over whole cycles; the cycles it saw and the
 	// window's length.
+	// GCCycleS is the time between cycles the load should give, from the
+	// heap goal and the load's allocation rate; a window is run only when
+	// it fits.
 	GCShare   float64 `json:"gc_share_pct"`
 	GCCycles  int     `json:"gc_cycles"`
 	GCWindowS float64 `json:"gc_window_s"`
+	GCCycleS  float64 `json:"gc_cycle_s"`
 
 	WallS float64 `json:"wall_s"`
 }
@@ -88,7 +92,7 @@ func (c *childConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.n, "n", 1000, "pending tasks")
 	fs.IntVar(&c.ops, "ops", 100_000, "operations per phase")
 	fs.IntVar(&c.batch, "batch", 10_000, "most extra tasks at once in the add, cancel and fire rounds")
-	fs.DurationVar(&c.window, "gc-window", 8*time.Second, "longest steady-load window")
+	fs.DurationVar(&c.window, "gc-window", 10*time.Second, "longest steady-load window")
 	fs.IntVar(&c.cycles, "gc-cycles", 2, "GC cycles the steady-load window waits for")
 	fs.IntVar(&c.garbage, "garbage", 4096, "bytes each heartbeat of the steady load allocates")
 	fs.StringVar(&c.profile, "profile-phase", "", "phase to profile: fill, add, cancel, reset-later, reset-earlier, fire, gc, steady")
@@ -139,6 +143,8 @@ const (
 	// beyond a second, so that our Reset leaves it to the owner's deferred
 	// pass (inbox.go's deferMoves) rather than sending a request.
 	passLead = 1100 * time.Millisecond
+	// maxFireRounds bounds the fire rounds, each of which waits fireLead.
+	maxFireRounds = 5
 )
 
 // phase runs f as one measured phase: it returns the process's CPU time
@@ -308,7 +314,7 @@ func measure(c childConfig, r *result, log io.Writer) error {
 	// Fires: k extra tasks due fireLead from now, spread over fireSpan,
 	// with n pending. Only the wait for the last of them is measured.
 	var fireCPU time.Duration
-	fireRounds := max(1, c.ops/k/2)
+	fireRounds := max(1, min(maxFireRounds, c.ops/k/2))
 	for range fireRounds {
 		done := expectFires(k)
 		for j := range k {
@@ -357,6 +363,16 @@ func steady(c childConfig, t timers, rng *rand.Rand, r *result) error {
 	const tick = 10 * time.Millisecond
 	perTick := float64(c.n) / 100 * tick.Seconds()
 	runtime.GC()
+	rate := float64(c.n) / 100 * float64(c.garbage)
+	if rate <= 0 {
+		return nil
+	}
+	r.GCCycleS = (readMetric("/gc/heap/goal:bytes") - readMetric("/gc/heap/live:bytes")) / rate
+	if r.GCCycleS > c.window.Seconds() {
+		// Not one cycle would end within the window: the collector's share
+		// of this load is nil at this size.
+		return nil
+	}
 	startGC, startAll := readMetric("/cpu/classes/gc/total:cpu-seconds"), readMetric("/cpu/classes/total:cpu-seconds")
 	cycles0 := readMetric("/gc/cycles/total:gc-cycles")
 	endGC, endAll, seen := startGC, startAll, 0

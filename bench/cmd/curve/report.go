@@ -87,7 +87,10 @@ func writeReport(w io.Writer, h machineHeader, c config, rs []result, elapsed ti
 				cells = append(cells, cell)
 			}
 			share := fmt.Sprintf("%.2f (%d)", r.GCShare, r.GCCycles)
-			if r.GCCycles == 0 {
+			switch {
+			case r.GCCycles == 0 && r.GCWindowS == 0:
+				share = fmt.Sprintf("0, a cycle per %.0fs", r.GCCycleS)
+			case r.GCCycles == 0:
 				share = fmt.Sprintf("no cycle in %.0fs", r.GCWindowS)
 			}
 			cells = append(cells,
@@ -105,8 +108,9 @@ func writeReport(w io.Writer, h machineHeader, c config, rs []result, elapsed ti
   heap, scan   Go heap after a full collection (its handle and closure included); the part the collector scans
   RSS          resident set after that collection; full GC: one runtime.GC(), its CPU and stop-the-world pauses
   GC share     GC CPU over whole cycles, of GOMAXPROCS × wall, while 1%% of the keys beat each second
-               (a later Reset and a %d-byte buffer of garbage per beat); (cycles seen)
-`, c.child.garbage)
+               (a later Reset and a %d-byte buffer of garbage per beat); (cycles seen). Where the
+               load would take longer than -gc-window (%s) to end a cycle, no window runs: the share is nil
+`, c.child.garbage, c.child.window)
 	fmt.Fprintln(w)
 	for _, line := range verdict(c, rs, elapsed) {
 		fmt.Fprintln(w, line)
@@ -145,6 +149,7 @@ func verdict(c config, rs []result, elapsed time.Duration) []string {
 	// Per-op flatness, 10^8 against 10^6.
 	for _, impl := range ours {
 		if !slices.Contains(c.impls, impl) {
+			none("%s per-op at 10^8 within 2× of 10^6 (fire 3×): not measured, %s not run", impl, impl)
 			continue
 		}
 		b, okB := find(rs, impl, 1_000_000)
