@@ -180,11 +180,14 @@ func (o *owner) work(now int64) {
 
 // readyToTrim reports whether the slab may give chunks back now, rebuilding
 // the heap first if the strategy asks for it: no entry may name a slot of a
-// chunk given back.
+// chunk given back. A rebuild here comes after the loop's flush, so it
+// flushes again: the slots it let go of are freed before the trim, and the
+// rebuilt heap's size is published before the owner sleeps.
 func (o *owner) readyToTrim() bool {
 	trim, rebuild := o.cancel.beforeTrim(o.heap.len())
 	if rebuild {
 		o.rebuild()
+		o.flush()
 	}
 	return trim
 }
