@@ -143,7 +143,7 @@ func (o *ourTimers) close()                               { o.s.Shutdown() }
 // tombstones on two polls in a row. Each poll wakes the owner, so polls are
 // spaced by the work the owner has to catch up on.
 func (o *ourTimers) settle(live int) error {
-	limit := time.Now().Add(5 * time.Minute)
+	limit := time.Now().Add(settleLimit)
 	for stable := 0; stable < 2; {
 		st := o.s.Stats()
 		if st.Pending == live && st.HeapEntries-st.Tombstones == live {
@@ -159,3 +159,7 @@ func (o *ourTimers) settle(live int) error {
 	}
 	return nil
 }
+
+// settleLimit bounds how long settle waits for the owner to apply what it
+// was asked; a scheduler that takes longer is reported as an error.
+var settleLimit = 30 * time.Second

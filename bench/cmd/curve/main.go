@@ -62,13 +62,13 @@ type config struct {
 // own, and CPU seconds per pending task plus a fixed part (the timed
 // phases and the steady window).
 var (
-	peakPerTask = map[string]float64{"runtime": 420, "lazy": 260, "eager": 260, "lazy-shared": 200}
+	peakPerTask = map[string]float64{"runtime": 300, "lazy": 190, "eager": 190, "lazy-shared": 140}
 	fixedBytes  = float64(96 << 20)
 )
 
 const (
-	secondsPerTask = 2.5e-6
-	fixedSeconds   = 14.0
+	secondsPerTask = 1.5e-6
+	fixedSeconds   = 8.0
 	huge           = 100_000_000
 )
 

@@ -88,6 +88,7 @@ func TestStepThatDoesNotFitIsSkipped(t *testing.T) {
 		assert.Contains(t, r.Skipped, "MemAvailable")
 		assert.Zero(t, r.WallS, "no child ran")
 	}
+	assert.Contains(t, stdout.String(), "skipped (below)")
 	assert.Contains(t, stdout.String(), "skipped: needs about")
 }
 

@@ -60,6 +60,7 @@ func writeReport(w io.Writer, h machineHeader, c config, rs []result, elapsed ti
 	fmt.Fprintf(w, "CPU ns per operation with n pending (×: ratio to the same at %s); memory in bytes per pending task\n\n", sizeName(ref))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "impl\tn\tadd\treset later\treset earlier\tcancel\tfire\tpass ms\theap B\tscan B\tRSS B\tfull GC cpu ms\tGC pause µs\tGC share %\t")
+	var notes []string
 	for _, impl := range c.impls {
 		base, haveBase := find(rs, impl, ref)
 		for _, n := range c.sizes {
@@ -70,11 +71,12 @@ func writeReport(w io.Writer, h machineHeader, c config, rs []result, elapsed ti
 				}
 			}
 			if r.Skipped != "" || r.Error != "" {
-				why := r.Skipped
-				if why == "" {
+				why := "skipped: " + r.Skipped
+				if r.Skipped == "" {
 					why = "error: " + r.Error
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\t\n", impl, sizeName(n), "skipped: "+why)
+				notes = append(notes, fmt.Sprintf("  %s at %s %s", impl, sizeName(n), why))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\n", impl, sizeName(n), strings.SplitN(why, ":", 2)[0]+" (below)")
 				continue
 			}
 			cells := []string{impl, sizeName(n)}
@@ -100,6 +102,9 @@ func writeReport(w io.Writer, h machineHeader, c config, rs []result, elapsed ti
 		}
 	}
 	tw.Flush()
+	for _, note := range notes {
+		fmt.Fprintln(w, note)
+	}
 	fmt.Fprintln(w)
 	for _, impl := range c.impls {
 		fmt.Fprintf(w, "  %-12s %s\n", impl, implDoc[impl])
