@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -54,8 +55,8 @@ type result struct {
 	RSSB     float64 `json:"rss_b"`
 	PeakRSSB float64 `json:"peak_rss_b"`
 
-	// One forced full collection with n pending: its GC CPU time, its wall
-	// time and its stop-the-world pauses.
+	// A forced full collection with n pending, the median of fullGCs: its
+	// GC CPU time, its wall time and its stop-the-world pauses.
 	GCCPUMs   float64 `json:"gc_cpu_ms"`
 	GCWallMs  float64 `json:"gc_wall_ms"`
 	GCPauseUs float64 `json:"gc_pause_us"`
@@ -143,6 +144,8 @@ const (
 	// beyond a second, so that our Reset leaves it to the owner's deferred
 	// pass (inbox.go's deferMoves) rather than sending a request.
 	passLead = 1100 * time.Millisecond
+	// fullGCs is how many full collections the figures are the median of.
+	fullGCs = 3
 	// maxFireRounds bounds the fire rounds, each of which waits fireLead.
 	maxFireRounds = 5
 )
@@ -202,23 +205,25 @@ func measure(c childConfig, r *result, log io.Writer) error {
 	}
 	r.FillNs = float64(fillWall.Nanoseconds()) / float64(n)
 
-	// One full collection, then the memory it leaves.
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	gc0 := readMetric("/cpu/classes/gc/total:cpu-seconds")
-	var gcWall time.Duration
+	// Full collections, the median of fullGCs, then the memory they leave.
+	var cpus, walls, pauses []float64
 	if _, err := phase(c, "gc", log, func() error {
-		t0 := time.Now()
-		runtime.GC()
-		gcWall = time.Since(t0)
+		for range fullGCs {
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			gc0 := readMetric("/cpu/classes/gc/total:cpu-seconds")
+			t0 := time.Now()
+			runtime.GC()
+			walls = append(walls, float64(time.Since(t0).Microseconds())/1e3)
+			runtime.ReadMemStats(&ms1)
+			cpus = append(cpus, (readMetric("/cpu/classes/gc/total:cpu-seconds")-gc0)*1e3)
+			pauses = append(pauses, float64(ms1.PauseTotalNs-ms0.PauseTotalNs)/1e3)
+		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	runtime.ReadMemStats(&ms1)
-	r.GCCPUMs = (readMetric("/cpu/classes/gc/total:cpu-seconds") - gc0) * 1e3
-	r.GCWallMs = float64(gcWall.Microseconds()) / 1e3
-	r.GCPauseUs = float64(ms1.PauseTotalNs-ms0.PauseTotalNs) / 1e3
+	r.GCCPUMs, r.GCWallMs, r.GCPauseUs = median(cpus), median(walls), median(pauses)
 	heap1, obj1 := heapLive()
 	r.HeapB = per(heap1-heap0, n)
 	r.Objects = per(obj1-obj0, n)
@@ -403,6 +408,12 @@ func steady(c childConfig, t timers, rng *rand.Rand, r *result) error {
 		r.GCShare = 100 * (endGC - startGC) / (endAll - startAll)
 	}
 	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 func per(delta uint64, n int) float64 { return float64(int64(delta)) / float64(n) }
