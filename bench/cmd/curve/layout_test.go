@@ -40,7 +40,7 @@ func sharedLayoutJob(uint64, any) {}
 // (ScheduleOneWith(job, nil): pointers outside the Go heap), a closure per
 // slot as its argument (ScheduleOne(func(){...})), and job indexes.
 //
-//	go test -run '^$' -bench FullGCBySlotLayout -benchtime 5x -layout-tasks 10000000 ./cmd/curve
+//	go test ./cmd/curve -run '^$' -bench FullGCBySlotLayout -benchtime 5x -layout-tasks=10000000
 func BenchmarkFullGCBySlotLayout(b *testing.B) {
 	n := *layoutTasks
 	chunks := (n + 1023) / 1024
