@@ -283,8 +283,20 @@ type machineHeader struct {
 }
 
 func header(args []string) machineHeader {
+	// The output directory is where the results go, not what was measured:
+	// the header leaves it out.
+	var shown []string
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "-out" || args[i] == "--out":
+			i++
+		case strings.HasPrefix(args[i], "-out=") || strings.HasPrefix(args[i], "--out="):
+		default:
+			shown = append(shown, args[i])
+		}
+	}
 	h := machineHeader{
-		Command: strings.TrimSpace("go run ./cmd/curve " + strings.Join(args, " ")),
+		Command: strings.TrimSpace("go run ./cmd/curve " + strings.Join(shown, " ")),
 		Date:    time.Now().UTC().Format(time.RFC3339),
 		CPU:     cpuModel(), Cores: runtime.NumCPU(), Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
 	}

@@ -67,6 +67,7 @@ func TestTinyCurveMeasuresEveryStep(t *testing.T) {
 	assert.Contains(t, table, "verdict: ")
 	assert.Contains(t, table, "not measured, 10^8 not run")
 	assert.Contains(t, table, "go1.")
+	assert.NotContains(t, table, out, "the header leaves the output directory out")
 	assert.Contains(t, stderr.String(), "[8/8 ", "progress names each step")
 
 	prof, err := os.Stat(filepath.Join(out, "cpu-lazy-10^3-fire.pprof"))
