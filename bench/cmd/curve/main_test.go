@@ -132,7 +132,7 @@ func TestVerdictChecksTargetsAndNamesTheUnmeasured(t *testing.T) {
 	assert.Contains(t, text, "FAIL  lazy add at 10^8: ×2.50 of 10^6")
 	assert.Contains(t, text, "pass  lazy fire at 10^8: ×2.50 of 10^6 (target ≤ 3×)")
 	assert.Contains(t, text, "pass  lazy memory at 10^8: 64 B")
-	assert.Contains(t, text, "pass  lazy memory ≤ 0.5× the runtime's at every size both ran: worst ×0.43")
+	assert.Contains(t, text, "pass  lazy memory ≤ 0.5× the runtime's at every size both ran: worst ×0.43, at 10^6; ×0.43 at 10^7")
 	assert.Contains(t, text, "pass  lazy GC CPU share at 10^7: 0.50% against the runtime's 2.00%, ×0.25")
 	assert.Contains(t, text, "pass  sizes up to 10^7 ran in 40s")
 	assert.Contains(t, text, "--    eager", "eager did not run: its targets are named, not checked")

@@ -192,19 +192,22 @@ func verdict(c config, rs []result, elapsed time.Duration) []string {
 	}
 	// Memory against the runtime wherever it fits.
 	for _, impl := range ours {
-		worst, at, any := 0.0, 0, false
+		worst, at, last, lastAt, any := 0.0, 0, 0.0, 0, false
 		for _, n := range c.sizes {
 			r, ok1 := find(rs, impl, n)
 			rt, ok2 := find(rs, "runtime", n)
 			if ok1 && ok2 && rt.HeapB > 0 {
 				any = true
-				if x := r.HeapB / rt.HeapB; x > worst {
+				x := r.HeapB / rt.HeapB
+				if x > worst {
 					worst, at = x, n
 				}
+				last, lastAt = x, n
 			}
 		}
 		if any {
-			check(worst <= memoryVsRuntime, "%s memory ≤ %.1f× the runtime's at every size both ran: worst ×%.2f, at %s", impl, memoryVsRuntime, worst, sizeName(at))
+			check(worst <= memoryVsRuntime, "%s memory ≤ %.1f× the runtime's at every size both ran: worst ×%.2f, at %s; ×%.2f at %s",
+				impl, memoryVsRuntime, worst, sizeName(at), last, sizeName(lastAt))
 		} else {
 			none("%s memory against the runtime's: not measured (no size where both ran)", impl)
 		}
