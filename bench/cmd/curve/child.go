@@ -358,9 +358,6 @@ func measure(c childConfig, r *result, log io.Writer) error {
 	return nil
 }
 
-// sink keeps the steady load's garbage from being optimised away.
-var sink []byte
-
 // steady runs the beats from one full collection's end until c.cycles more
 // have ended, or c.window has passed, and takes the GC's share of the CPU
 // over the whole cycles it saw.
@@ -384,6 +381,10 @@ func steady(c childConfig, t timers, rng *rand.Rand, r *result) error {
 	start := time.Now()
 	next := start
 	owed, j := 0.0, 0
+	// The beats' buffers go round a small ring: each lives until its
+	// place comes round again, as a packet's buffer lives for its read.
+	ring := make([][]byte, 64)
+	defer runtime.KeepAlive(ring)
 	for time.Since(start) < c.window && seen < c.cycles {
 		owed += perTick
 		for ; owed >= 1; owed-- {
@@ -391,7 +392,7 @@ func steady(c childConfig, t timers, rng *rand.Rand, r *result) error {
 			if !t.reset(rng.IntN(c.n), base+spread+time.Hour+time.Duration(j)*time.Microsecond) {
 				return fmt.Errorf("steady beat reported the task not pending")
 			}
-			sink = make([]byte, c.garbage)
+			ring[j%len(ring)] = make([]byte, c.garbage)
 		}
 		if cy := int(readMetric("/gc/cycles/total:gc-cycles") - cycles0); cy > seen {
 			// The GC's CPU figures are brought up to date at each cycle's

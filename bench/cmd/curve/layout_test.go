@@ -50,7 +50,7 @@ func BenchmarkFullGCBySlotLayout(b *testing.B) {
 			for i := range cs {
 				cs[i] = new([1024]slotWithJob)
 				for j := range cs[i] {
-					cs[i][j].fn = sharedLayoutJob
+					cs[i][j] = slotWithJob{word: uint64(j), gen: 1, tag: 1, fn: sharedLayoutJob}
 				}
 			}
 			return cs
@@ -61,7 +61,7 @@ func BenchmarkFullGCBySlotLayout(b *testing.B) {
 				cs[i] = new([1024]slotWithJob)
 				for j := range cs[i] {
 					k := i*1024 + j
-					cs[i][j].arg = func() { _ = k }
+					cs[i][j] = slotWithJob{word: uint64(k), gen: 1, tag: 1, arg: func() { _ = k }}
 				}
 			}
 			return cs
@@ -71,7 +71,7 @@ func BenchmarkFullGCBySlotLayout(b *testing.B) {
 			for i := range cs {
 				cs[i] = new([1024]slotWithIndex)
 				for j := range cs[i] {
-					cs[i][j].job = 1
+					cs[i][j] = slotWithIndex{word: uint64(j), gen: 1, tag: 1, job: 1, argIndex: uint32(i*1024 + j)}
 				}
 			}
 			return cs
