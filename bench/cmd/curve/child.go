@@ -88,16 +88,20 @@ type childConfig struct {
 	seed    uint64
 }
 
-func (c *childConfig) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.impl, "impl", "lazy", "implementation")
-	fs.IntVar(&c.n, "n", 1000, "pending tasks")
+// flags defines the measurement's flags, which the parent passes on, and
+// with childOnly the flags only a child takes (its step and profile).
+func (c *childConfig) flags(fs *flag.FlagSet, childOnly bool) {
+	if childOnly {
+		fs.StringVar(&c.impl, "impl", "lazy", "implementation")
+		fs.IntVar(&c.n, "n", 1000, "pending tasks")
+		fs.StringVar(&c.profile, "profile-phase", "", "phase to profile: fill, gc, add, cancel, reset-later, reset-earlier, pass, fire, steady")
+		fs.StringVar(&c.profOut, "profile-out", "", "file for the phase's CPU profile")
+	}
 	fs.IntVar(&c.ops, "ops", 100_000, "operations per phase")
 	fs.IntVar(&c.batch, "batch", 10_000, "most extra tasks at once in the add, cancel and fire rounds")
 	fs.DurationVar(&c.window, "gc-window", 10*time.Second, "longest steady-load window")
 	fs.IntVar(&c.cycles, "gc-cycles", 2, "GC cycles the steady-load window waits for")
 	fs.IntVar(&c.garbage, "garbage", 4096, "bytes each heartbeat of the steady load allocates")
-	fs.StringVar(&c.profile, "profile-phase", "", "phase to profile: fill, add, cancel, reset-later, reset-earlier, fire, gc, steady")
-	fs.StringVar(&c.profOut, "profile-out", "", "file for the phase's CPU profile")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed")
 }
 
@@ -114,7 +118,7 @@ func childMain(args []string, stdout, stderr io.Writer) int {
 	var c childConfig
 	fs := flag.NewFlagSet("curve child", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c.flags(fs)
+	c.flags(fs, true)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,6 +92,21 @@ func TestStepThatDoesNotFitIsSkipped(t *testing.T) {
 	}
 	assert.Contains(t, stdout.String(), "skipped (below)")
 	assert.Contains(t, stdout.String(), "skipped: needs about")
+}
+
+// The parent's help lists what a user sets, not the flags only a child
+// takes.
+func TestHelpListsNoChildOnlyFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	_, err := parseFlags([]string{"-h"}, &stderr)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	help := stderr.String()
+	for _, want := range []string{"-sizes", "-impls", "-huge", "-profile", "-gc-window", "-out"} {
+		assert.Contains(t, help, want)
+	}
+	for _, childOnly := range []string{"  -impl ", "  -n ", "-profile-phase", "-profile-out"} {
+		assert.NotContains(t, help, childOnly)
+	}
 }
 
 func TestFlagsRefuseBadValues(t *testing.T) {
