@@ -117,9 +117,7 @@ func main() {
 		fatal(err)
 	}
 	fmt.Print(rep.console(dir))
-	if rep.failedRuns() > 0 {
-		fmt.Fprintf(os.Stderr, "%d runs failed (see results.md)\n", rep.failedRuns())
-	}
+	fmt.Fprint(os.Stderr, rep.failedRunsText())
 	if bad := rep.ownFailures(); len(bad) > 0 {
 		fmt.Fprintf(os.Stderr, "go-schedule itself failed:\n  %s\n", strings.Join(bad, "\n  "))
 		os.Exit(2)
