@@ -44,7 +44,7 @@ func TestAnUnknownFlagPrintsTheErrorThenAOneLineHint(t *testing.T) {
 	code, out, errOut := runCalls(t, "-bogus")
 	require.Equal(t, 2, code)
 	assert.Empty(t, out)
-	assert.Equal(t, "flag provided but not defined: -bogus\nrun 'go run ./cmd/calls -h' for the flags\n", errOut)
+	assert.Equal(t, "calls: flag provided but not defined: -bogus\nrun 'go run ./cmd/calls -h' for the flags\n", errOut)
 }
 
 func TestHelpPrintsTheUsageAndSucceeds(t *testing.T) {

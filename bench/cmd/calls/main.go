@@ -32,6 +32,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
 func main() {
@@ -66,12 +68,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(w, "Flags:")
 		fs.PrintDefaults()
 	}
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = usage
+	if err := loadtest.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			usage()
 			return 0
 		}
+		fmt.Fprintln(stderr, "calls:", err)
 		fmt.Fprintln(stderr, "run 'go run ./cmd/calls -h' for the flags")
 		return 2
 	}
