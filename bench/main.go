@@ -13,9 +13,13 @@
 // table of the figures users compare first, the go-schedule targets the
 // run missed, and a one-line verdict: targets met, missed and not
 // measured. With fewer than three repetitions (as with -quick) the
-// verdicts are labelled indicative. Every table is written to results.md
-// in the output directory, with results.json and a chart; both record the
-// CPU model and the Go version.
+// verdicts are labelled indicative; a run smaller than a million tasks
+// (-quick) leaves the memory targets set at a million out of its verdict
+// and says so. Failed runs are listed on standard error, each with its
+// implementation and whether it is go-schedule's, the baseline's or a
+// peer's; a peer's failure is a finding and does not fail the command.
+// Every table is written to results.md in the output directory, with
+// results.json and a chart; both record the CPU model and the Go version.
 //
 // Run it from the bench directory:
 //
