@@ -129,15 +129,50 @@ func (r *report) ownFailures() []string {
 	return out
 }
 
-// failedRuns counts runs that ended in an error.
-func (r *report) failedRuns() int {
-	n := 0
-	for _, run := range r.Runs {
-		if run.Error != "" {
-			n++
-		}
+// role says whose an implementation is: go-schedule's own, the Go
+// runtime's (the baseline), or a peer's.
+func role(impl string) string {
+	switch {
+	case ownImpls[impl]:
+		return "go-schedule"
+	case impl == "runtime":
+		return "the baseline"
+	default:
+		return "a peer"
 	}
-	return n
+}
+
+// failedRunsText names every run that ended in an error, with its
+// implementation and whose that is, after a line that says whether
+// go-schedule's own runs were among them. It is empty when none failed.
+func (r *report) failedRunsText() string {
+	var lines []string
+	own := 0
+	for _, run := range r.Runs {
+		if run.Error == "" {
+			continue
+		}
+		if ownImpls[run.Impl] {
+			own++
+		}
+		lines = append(lines, fmt.Sprintf("  %s/%s run %d (%s): %s", run.Workload, run.Impl, run.Run, role(run.Impl), firstLine(run.Error)))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	head := fmt.Sprintf("%d runs failed", len(lines))
+	if len(lines) == 1 {
+		head = "1 run failed"
+	}
+	switch own {
+	case 0:
+		head += ", none of them go-schedule's"
+	case len(lines):
+		head += ", all of them go-schedule's"
+	default:
+		head += fmt.Sprintf(", %d of them go-schedule's", own)
+	}
+	return head + " (results.md has each one's output):\n" + strings.Join(lines, "\n") + "\n"
 }
 
 // write produces results.json, results.md and the chart in dir.

@@ -101,8 +101,23 @@ func NewFlagSet(name string, output io.Writer, about ...string) *flag.FlagSet {
 
 // Parse parses args with fs and refuses arguments left over after the
 // flags. Its error is flag.ErrHelp for -h and -help.
+// A bad flag's error is left to the caller, which prints it first with a
+// one-line hint (see Command); the usage is printed for -h only.
 func Parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			if usage != nil {
+				usage()
+			} else {
+				fs.PrintDefaults()
+			}
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -120,7 +135,8 @@ func Parse(fs *flag.FlagSet, args []string) error {
 // parent writes the error, or the verdict on the counts (see Judge), to
 // stderr, prefixed with name.
 //
-// The parent's exit status is ExitPass for -h, and when no count of
+// The parent's last line is its verdict: PASS, or FAIL with the reason.
+// Its exit status is ExitPass for -h, and when no count of
 // go-schedule's was wrong (a baseline's wrong count is reported, and does
 // not fail the run); ExitUsage for invalid flags; ExitFail for a broken run
 // or a wrong count of go-schedule's.
@@ -143,7 +159,7 @@ func Command[C any](name string,
 		}
 		bad, err := load(ctx, cfg, stdout, stderr)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: the run failed: %v\n", name, err)
+			fmt.Fprintf(stderr, "%s: FAIL: the run failed: %v\n", name, err)
 			return ExitFail
 		}
 		return Judge(name, bad, stderr)

@@ -70,14 +70,14 @@ func TestCommandExitStatuses(t *testing.T) {
 		want       int
 		wantStderr string
 	}{
-		{name: "pass", want: ExitPass},
+		{name: "pass", want: ExitPass, wantStderr: "cmd: PASS\n"},
 		{name: "help", args: []string{"-h"}, want: ExitPass},
 		{name: "bad flag", parseErr: errors.New("-n must be positive"), want: ExitUsage,
 			wantStderr: "cmd: -n must be positive\nrun 'cmd -h' for the flags\n"},
-		{name: "run failed", loadErr: errors.New("no servers"), want: ExitFail, wantStderr: "cmd: the run failed: no servers\n"},
+		{name: "run failed", loadErr: errors.New("no servers"), want: ExitFail, wantStderr: "cmd: FAIL: the run failed: no servers\n"},
 		{name: "wrong counts", failures: []Failure{{Count: "a 1"}, {Count: "b 2"}}, want: ExitFail, wantStderr: "cmd: FAIL: a 1; b 2\n"},
 		{name: "a baseline's wrong count", failures: []Failure{{Server: "plain", Baseline: true, Count: "a 1"}}, want: ExitPass,
-			wantStderr: "cmd: baseline wrong, not go-schedule's (the exit status ignores it): plain: a 1\n"},
+			wantStderr: "cmd: baseline wrong, not go-schedule's (the exit status ignores it): plain: a 1\ncmd: PASS\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -206,14 +206,14 @@ func TestJudgeFailsOnlyForGoSchedulesCounts(t *testing.T) {
 		want     int
 		stderr   string
 	}{
-		{name: "none", want: ExitPass},
+		{name: "none", want: ExitPass, stderr: "cmd: PASS\n"},
 		{name: "baseline only", failures: []Failure{base}, want: ExitPass,
-			stderr: "cmd: baseline wrong, not go-schedule's (the exit status ignores it): mochi deadline: live clients wrongly disconnected 3\n"},
+			stderr: "cmd: baseline wrong, not go-schedule's (the exit status ignores it): mochi deadline: live clients wrongly disconnected 3\ncmd: PASS\n"},
 		{name: "ours only", failures: []Failure{ours}, want: ExitFail,
 			stderr: "cmd: FAIL: go-schedule hook: wills published 9 / 10\n"},
 		{name: "both", failures: []Failure{base, ours}, want: ExitFail,
-			stderr: "cmd: FAIL: go-schedule hook: wills published 9 / 10\n" +
-				"cmd: baseline wrong, not go-schedule's (the exit status ignores it): mochi deadline: live clients wrongly disconnected 3\n"},
+			stderr: "cmd: baseline wrong, not go-schedule's (the exit status ignores it): mochi deadline: live clients wrongly disconnected 3\n" +
+				"cmd: FAIL: go-schedule hook: wills published 9 / 10\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var w bytes.Buffer
@@ -221,4 +221,30 @@ func TestJudgeFailsOnlyForGoSchedulesCounts(t *testing.T) {
 			assert.Equal(t, tt.stderr, w.String())
 		})
 	}
+}
+
+func flagCommand() Func {
+	parse := func(args []string, output io.Writer) (int, error) {
+		fs := NewFlagSet("cmd", output, "A test command.")
+		n := fs.Int("n", 1, "a number")
+		err := Parse(fs, args)
+		return *n, err
+	}
+	load := func(context.Context, int, io.Writer, io.Writer) ([]Failure, error) { return nil, nil }
+	return Command("cmd", parse, load, nil)
+}
+
+func TestAnUnknownFlagIsReportedFirstWithAOneLineHint(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := flagCommand()(t.Context(), []string{"-nosuch"}, nil, &stdout, &stderr)
+	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, "cmd: flag provided but not defined: -nosuch\nrun 'cmd -h' for the flags\n", stderr.String())
+}
+
+func TestHelpPrintsTheUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := flagCommand()(t.Context(), []string{"-h"}, nil, &stdout, &stderr)
+	assert.Equal(t, ExitPass, code)
+	assert.True(t, strings.HasPrefix(stderr.String(), "usage: cmd [flags]\n"), stderr.String())
+	assert.Contains(t, stderr.String(), "-n int")
 }

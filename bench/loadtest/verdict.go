@@ -30,7 +30,8 @@ func (f Failure) String() string {
 // Judge writes the verdict on failures to w, each line prefixed with name,
 // and returns the exit status: ExitFail when a count of go-schedule's is
 // wrong, ExitPass when every wrong count is a baseline's (reported as the
-// baseline's) or none is.
+// baseline's) or none is. Its last line is the verdict alone: "PASS", or
+// "FAIL:" with go-schedule's wrong counts.
 func Judge(name string, failures []Failure, w io.Writer) int {
 	var ours, baseline []string
 	for _, f := range failures {
@@ -40,14 +41,13 @@ func Judge(name string, failures []Failure, w io.Writer) int {
 			ours = append(ours, f.String())
 		}
 	}
-	if len(ours) > 0 {
-		fmt.Fprintf(w, "%s: FAIL: %s\n", name, strings.Join(ours, "; "))
-	}
 	if len(baseline) > 0 {
 		fmt.Fprintf(w, "%s: baseline wrong, not go-schedule's (the exit status ignores it): %s\n", name, strings.Join(baseline, "; "))
 	}
 	if len(ours) > 0 {
+		fmt.Fprintf(w, "%s: FAIL: %s\n", name, strings.Join(ours, "; "))
 		return ExitFail
 	}
+	fmt.Fprintf(w, "%s: PASS\n", name)
 	return ExitPass
 }

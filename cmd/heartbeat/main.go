@@ -190,7 +190,15 @@ func parseFlags(args []string, output io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.Grace, "grace", cfg.Grace, "wait after the last silent device's deadline before counting; 0 counts at that deadline,\nonce the expiries already due have run")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for the choice of silent devices and the timings")
 	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics while the run lasts (host:port; port 0 picks one)")
+	// The flag package would print a bad flag's error followed by the whole
+	// usage, burying the error; run prints the error alone with a one-line
+	// hint instead, and the usage only for -h.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(output)
+			fs.Usage()
+		}
 		return cfg, err
 	}
 	if fs.NArg() > 0 {

@@ -380,6 +380,17 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+func TestAnUnknownFlagPrintsTheErrorThenAOneLineHint(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-nosuchflag"}, &stdout, &stderr); code != exitUsage {
+		t.Errorf("exit status %d, want %d", code, exitUsage)
+	}
+	want := "heartbeat: flag provided but not defined: -nosuchflag\nrun 'heartbeat -h' for the flags\n"
+	if stderr.String() != want {
+		t.Errorf("stderr %q, want %q", &stderr, want)
+	}
+}
+
 func TestHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"-h"}, &stdout, &stderr); code != exitPass {

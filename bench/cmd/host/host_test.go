@@ -198,7 +198,6 @@ func TestBadFlagsAreRejected(t *testing.T) {
 		{"-shape", ""},
 		{"-gomaxprocs", "0"},
 		{"-gomaxprocs", "1,x"},
-		{"-out", ""},
 		{"-role", "other"},
 		{"-window", "soon"},
 		{"stray"},
@@ -211,6 +210,22 @@ func TestBadFlagsAreRejected(t *testing.T) {
 func TestCommandLineLeavesOutTheOutputDirectory(t *testing.T) {
 	assert.Equal(t, "go run ./cmd/host -quick -count 2",
 		commandLine([]string{"-out", "/tmp/x", "-quick", "-out=/y", "-count", "2"}))
+}
+
+func TestOutputGoesOutsideTheWorkTreeUnlessAsked(t *testing.T) {
+	fs := flag.NewFlagSet("host", flag.ContinueOnError)
+	_, out, _, err := parseFlags(fs, []string{"-quick"})
+	require.NoError(t, err)
+	assert.Empty(t, out, "no -out: main writes to a new temporary directory")
+}
+
+func TestAnUnknownFlagPrintsNoUsage(t *testing.T) {
+	fs := flag.NewFlagSet("host", flag.ContinueOnError)
+	var out strings.Builder
+	fs.SetOutput(&out)
+	_, _, _, err := parseFlags(fs, []string{"-nosuch"})
+	require.EqualError(t, err, "flag provided but not defined: -nosuch")
+	assert.Empty(t, out.String(), "main prints the error first, then a one-line hint")
 }
 
 func TestHelpListsNoInternalFlags(t *testing.T) {

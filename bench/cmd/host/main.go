@@ -54,6 +54,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -63,6 +64,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-schedule/schedule/bench/loadtest"
 )
 
 // Exit statuses.
@@ -102,7 +105,7 @@ const (
 	quickCount        = 1
 	quickWindow       = 2 * time.Second
 	quickWarmup       = time.Second
-	defaultOut        = "results/host"
+	defaultOut        = "" // a new temporary directory
 	defaultSendEvery  = 500 * time.Microsecond
 	defaultWorkers    = 16
 	defaultKeys       = 100_000
@@ -142,11 +145,15 @@ var (
 )
 
 func main() {
-	fs := flag.NewFlagSet("host", flag.ExitOnError)
+	fs := flag.NewFlagSet("host", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
 	c, out, role, err := parseFlags(fs, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "host:", err)
-		fs.Usage()
+		fmt.Fprintln(os.Stderr, "run 'go run ./cmd/host -h' (in bench/) for the flags")
 		os.Exit(exitBadFlags)
 	}
 	switch role.name {
@@ -164,6 +171,12 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "host:", err)
 		os.Exit(exitCellFailed)
+	}
+	if out == "" {
+		if out, err = os.MkdirTemp("", "schedule-host-"); err != nil {
+			fmt.Fprintln(os.Stderr, "host:", err)
+			os.Exit(exitCellFailed)
+		}
 	}
 	if err := rep.write(out); err != nil {
 		fmt.Fprintln(os.Stderr, "host:", err)
@@ -187,7 +200,8 @@ type childRole struct {
 }
 
 // parseFlags parses and checks the command line. The returned error is
-// for the user: the flag set has already reported syntax errors itself.
+// for the user, who sees it first, with a one-line hint; the usage goes to
+// fs's output for -h (flag.ErrHelp) only.
 func parseFlags(fs *flag.FlagSet, args []string) (config, string, childRole, error) {
 	var c config
 	var role childRole
@@ -208,16 +222,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, string, childRole, err
 	fs.StringVar(&impls, "impl", defaultImplList, "comma-separated implementations")
 	fs.StringVar(&shapes, "shape", defaultShapeList, "comma-separated work shapes")
 	fs.StringVar(&procs, "gomaxprocs", defaultProcsList, "comma-separated GOMAXPROCS values of the host")
-	out := fs.String("out", defaultOut, "directory for results.json and results.md")
+	out := fs.String("out", defaultOut, "directory for results.json and results.md (default: a new temporary directory)")
 	fs.StringVar(&role.name, "role", "", "internal: run as a child ("+roleHost+" or "+roleSender+")")
 	fs.StringVar(&role.spec, "spec", "", "internal: the host child's cell, as JSON")
 	fs.StringVar(&role.addr, "addr", "", "internal: the sender's destination")
 	fs.Usage = func() { printUsage(fs) }
-	if err := fs.Parse(args); err != nil {
+	err := loadtest.Parse(fs, args)
+	if err != nil {
 		return c, "", role, err
-	}
-	if fs.NArg() > 0 {
-		return c, "", role, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	role.interval = c.Interval
 	switch role.name {
@@ -228,7 +240,6 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, string, childRole, err
 		return c, "", role, fmt.Errorf("unknown -role %q", role.name)
 	}
 	c.applyDefaults()
-	var err error
 	if c.Impls, err = pickNames(impls, allImpls); err != nil {
 		return c, "", role, fmt.Errorf("-impl: %w", err)
 	}
@@ -237,9 +248,6 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, string, childRole, err
 	}
 	if c.Procs, err = parseProcs(procs); err != nil {
 		return c, "", role, fmt.Errorf("-gomaxprocs: %w", err)
-	}
-	if *out == "" {
-		return c, "", role, fmt.Errorf("-out is empty")
 	}
 	return c, *out, role, c.validate()
 }

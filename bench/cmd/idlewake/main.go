@@ -31,6 +31,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -39,6 +40,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/go-schedule/schedule/bench/loadtest"
 
 	"github.com/go-schedule/schedule"
 	"github.com/panjf2000/ants/v2"
@@ -63,10 +66,24 @@ type result struct {
 }
 
 func main() {
-	n := flag.Int("n", 100_000, "deadlines held, an hour out or later")
-	window := flag.Duration("window", 20*time.Second, "measured window of each run")
-	count := flag.Int("count", 3, "repetitions, interleaved")
-	flag.Parse()
+	fs := flag.NewFlagSet("idlewake", flag.ContinueOnError)
+	n := fs.Int("n", 100_000, "deadlines held, an hour out or later")
+	window := fs.Duration("window", 20*time.Second, "measured window of each run")
+	count := fs.Int("count", 3, "repetitions, interleaved")
+	fs.SetOutput(os.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: go run ./cmd/idlewake [flags]   (in bench/)")
+		fs.PrintDefaults()
+	}
+	err := loadtest.Parse(fs, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "idlewake:", err)
+		fmt.Fprintln(os.Stderr, "run 'go run ./cmd/idlewake -h' (in bench/) for the flags")
+		os.Exit(2)
+	}
 	if *n < 1 || *window < time.Second || *count < 1 {
 		fmt.Fprintln(os.Stderr, "idlewake: -n must be at least 1, -window at least 1s, -count at least 1")
 		os.Exit(2)

@@ -83,7 +83,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.loops, "loops", 0, "gnet event loops (default: one per CPU)")
 	fs.IntVar(&c.workers, "workers", c.workers, "go-schedule's pool size")
 	fs.DurationVar(&c.progress, "progress", c.progress, "interval between progress lines; 0 for none")
-	if err := fs.Parse(args); err != nil {
+	// The flag package would print a bad flag's error and then the whole
+	// usage, burying the error: print the error alone with a one-line hint,
+	// and the usage for -h only.
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+	}
+	if err != nil {
 		return c, err
 	}
 	switch {
@@ -172,6 +181,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "idlegate:", err)
+		fmt.Fprintln(stderr, "run 'idlegate -h' for the flags")
 		return exitUsage
 	}
 

@@ -216,6 +216,13 @@ func TestInterruptStopsWithTheReport(t *testing.T) {
 	assert.True(t, closed, "the stop closes the connection")
 }
 
+func TestAnUnknownFlagPrintsTheErrorThenAOneLineHint(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-nonsense"}, &stdout, &stderr)
+	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, "idlegate: flag provided but not defined: -nonsense\nrun 'idlegate -h' for the flags\n", stderr.String())
+}
+
 func TestBadFlagsExitWithStatusTwo(t *testing.T) {
 	for _, args := range [][]string{
 		{"-idle", "0"},

@@ -106,7 +106,19 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.timeout, "timeout", 0, "how long a device may stay silent (required, > 0)")
 	fs.DurationVar(&c.lease, "lease", c.lease, "the node lease, whole seconds, at least 1s")
 	fs.IntVar(&c.replicas, "replicas", c.replicas, "replicas of the buckets it creates (1..5)")
-	if err := fs.Parse(args); err != nil {
+	// The flag package would print a bad flag's error and then the whole
+	// usage, burying the error: print the error alone with a one-line hint,
+	// and the usage for -h only.
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+		} else {
+			fmt.Fprintln(stderr, "presencegate:", err)
+			fmt.Fprintln(stderr, "run 'presencegate -h' for the flags")
+		}
 		return c, err
 	}
 	bad := func(format string, a ...any) (config, error) {

@@ -84,10 +84,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.kill, "kill", true, "kill one gateway with SIGKILL (presence on)")
 	fs.StringVar(&c.modes, "modes", "on,off", "modes to run: on, off, or both")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write each gateway's CPU profile of the quiet window (and the kill) to PREFIX-gwN-MODE-REP.pprof")
-	if err := fs.Parse(args); err != nil {
+	// The flag package would print a bad flag's error and then the whole
+	// usage, burying the error: print the error alone with a one-line hint,
+	// and the usage for -h only.
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "usage: presenceload [flags]")
+			fs.PrintDefaults()
 			return exitOK
 		}
+		fmt.Fprintln(stderr, "presenceload:", err)
+		fmt.Fprintln(stderr, "run 'presenceload -h' for the flags")
 		return exitUsage
 	}
 	if err := c.validate(); err != nil {

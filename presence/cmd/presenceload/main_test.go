@@ -49,6 +49,13 @@ func TestSmallRunRecordsEveryKilledDeviceOnce(t *testing.T) {
 	assert.True(t, strings.Contains(string(out), "| on |"), "%s", out)
 }
 
+func TestAnUnknownFlagPrintsTheErrorThenAOneLineHint(t *testing.T) {
+	var stderr strings.Builder
+	code := run(t.Context(), []string{"-bogus"}, &strings.Builder{}, &stderr)
+	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, "presenceload: flag provided but not defined: -bogus\nrun 'presenceload -h' for the flags\n", stderr.String())
+}
+
 func TestBadFlagsExitTwo(t *testing.T) {
 	for _, args := range [][]string{{"-gateways", "1"}, {"-devices", "0"}, {"-lease", "1500ms"}, {"-devices", "100000", "-gateways", "3"}, {"-bogus"}} {
 		code := run(t.Context(), args, &strings.Builder{}, &strings.Builder{})

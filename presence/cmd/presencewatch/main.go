@@ -73,10 +73,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	urls := fs.String("nats", "", "comma-separated NATS URLs (required)")
 	prefix := fs.String("prefix", presence.DefaultPrefix, "the buckets' prefix")
-	if err := fs.Parse(args); err != nil {
+	// The flag package would print a bad flag's error and then the whole
+	// usage, burying the error: print the error alone with a one-line hint,
+	// and the usage for -h only.
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "usage: presencewatch -nats URLS [flags]")
+			fs.PrintDefaults()
 			return exitOK
 		}
+		fmt.Fprintln(stderr, "presencewatch:", err)
+		fmt.Fprintln(stderr, "run 'presencewatch -h' for the flags")
 		return exitUsage
 	}
 	if *urls == "" || fs.NArg() > 0 {
