@@ -17,7 +17,10 @@ var (
 	// ErrInvalidReason is returned by Conn.Offline for a reason other than
 	// ReasonTimeout or ReasonClosed.
 	ErrInvalidReason = errors.New("presence: offline reason must be timeout or closed")
-	// ErrNilJetStream is returned by Open for a nil JetStream context.
+	// ErrNilConn is returned by Open for a nil *nats.Conn.
+	ErrNilConn = errors.New("presence: nil NATS connection")
+	// ErrNilJetStream is returned by OpenStore and BindStore for a nil
+	// jetstream.JetStream.
 	ErrNilJetStream = errors.New("presence: nil JetStream")
 	// ErrSuperseded is returned by Conn.Offline when the device's record
 	// no longer belongs to the connection (a newer connection anywhere, or
@@ -26,6 +29,7 @@ var (
 	// ErrLeaseLost is returned for a connection of an epoch whose lease
 	// was lost: the node recorded nothing for it.
 	ErrLeaseLost = errors.New("presence: the node lost its lease")
-	// ErrClosed is returned by calls on a closed Node.
+	// ErrClosed is returned by Node.Connect after Node.Close, and given to
+	// the end functions of the connections Close ends.
 	ErrClosed = errors.New("presence: node closed")
 )

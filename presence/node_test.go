@@ -28,7 +28,7 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		assert.ErrorIs(t, err, c.want, "%+v", c.cfg)
 	}
 	_, err := presence.Open(ctx(t), nil, presence.Config{Node: "a"})
-	assert.ErrorIs(t, err, presence.ErrNilJetStream)
+	assert.ErrorIs(t, err, presence.ErrNilConn)
 }
 
 func TestConnectRejectsBadDeviceIDs(t *testing.T) {
@@ -210,8 +210,19 @@ func TestCloseRecordsShutdownForEveryDeviceAndEndsThem(t *testing.T) {
 	}
 	_, err = n.Connect(ctx(t), "late", nil)
 	assert.ErrorIs(t, err, presence.ErrClosed)
-	_, err = n.Close(ctx(t))
-	assert.ErrorIs(t, err, presence.ErrClosed)
+}
+
+func TestCloseIsIdempotent(t *testing.T) {
+	n, err := presence.Open(ctx(t), dial(t, startServer(t)), presence.Config{Node: "gw1", Lease: testLease})
+	require.NoError(t, err)
+	_, err = n.Connect(ctx(t), "dev", nil)
+	require.NoError(t, err)
+	recorded, err := n.Close(ctx(t))
+	require.NoError(t, err)
+	require.Equal(t, 1, recorded)
+	recorded, err = n.Close(ctx(t))
+	assert.NoError(t, err, "a second Close")
+	assert.Zero(t, recorded, "a second Close records nothing")
 }
 
 // A crashed node's devices are recorded node_lost by the live nodes, once
