@@ -80,9 +80,13 @@ type Node struct {
 // Open dials with nc's options and Close closes (see "Under load" in the
 // package documentation). If a lease for cfg.Node exists (the node
 // restarted), Open takes it over, and one lease later records node_lost
-// for each device still online under the old lease. It returns
-// ErrInvalidNodeID, ErrInvalidLease, ErrInvalidReplicas, or the engine's
-// error.
+// for each device still online under the old lease. The buckets are
+// created if missing (see [OpenStore]); nodes opened together on a new
+// cluster all bind to the same ones.
+//
+// It returns [ErrInvalidNodeID], [ErrInvalidLease] or [ErrInvalidReplicas]
+// for a bad cfg, [ErrNilConn] for a nil nc, ctx's error if ctx ends first,
+// or the engine's error.
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -20,8 +20,11 @@ type Store struct {
 }
 
 // OpenStore binds to the buckets named by prefix (empty: DefaultPrefix),
-// creating them with replicas replicas (0: 1) if they are missing. It
-// returns ErrNilJetStream, ErrInvalidReplicas, or the engine's error.
+// creating them with replicas replicas (0: 1) if they are missing; buckets
+// that exist are used as they are. Callers that open at once all get the
+// same buckets, as [ensure.KeyValue] promises. It returns
+// [ErrNilJetStream], [ErrInvalidReplicas], ctx's error, or the engine's
+// error.
 func OpenStore(ctx context.Context, js jetstream.JetStream, prefix string, replicas int) (*Store, error) {
 	if js == nil {
 		return nil, ErrNilJetStream
