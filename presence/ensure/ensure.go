@@ -35,8 +35,9 @@ const (
 )
 
 // pause is the wait before trying again after an answer that came at
-// once but said "not now" (no responders, cluster unavailable): long
-// enough not to flood a starting cluster with requests.
+// once but said "not now" (no responders, cluster unavailable, or "not
+// found" then "exists"): long enough not to flood a starting cluster with
+// requests.
 const pause = 100 * time.Millisecond
 
 // Stream returns the stream named cfg.Name, creating it with cfg if it is
@@ -79,7 +80,9 @@ func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 	})
 }
 
-// errTryAgain makes Retry try once more at once.
+// errTryAgain makes Retry try once more after a pause: the stream or
+// bucket was created by another caller between two requests of this one,
+// and the server asked next may not know of it yet.
 var errTryAgain = errors.New("ensure: try again")
 
 // Retry calls try until it succeeds, fails for good, or ctx ends. Each
@@ -107,10 +110,9 @@ func Retry[T any](ctx context.Context, try func(context.Context) (T, error)) (T,
 			return zero, errors.Join(ctx.Err(), err)
 		}
 		switch {
-		case errors.Is(err, errTryAgain):
 		case expired || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 			within = min(2*within, lastTry)
-		case notNow(err):
+		case errors.Is(err, errTryAgain), notNow(err):
 			if !wait(ctx, pause) {
 				var zero T
 				return zero, errors.Join(ctx.Err(), err)
