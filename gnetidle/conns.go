@@ -26,9 +26,10 @@ func (d *Detector) WatchOf(c gnet.Conn) *Watch {
 // connTable holds the watches of connections, indexed by file descriptor:
 // a slice of chunks of slots, grown as descriptors grow. Each slot is
 // written by the event loop of the connection that holds the descriptor,
-// in its OnOpen and OnClose; the kernel hands a descriptor to a new
-// connection only once the old one's OnClose has returned, so two event
-// loops never use one slot at once. Reads and writes of slots take no
+// in its OnOpen and OnClose. gnet calls OnClose before it closes the
+// descriptor, and the kernel hands a descriptor to a new connection only
+// once it is closed, so two event loops never use one slot at once.
+// TestGnetCallsOnCloseBeforeClosingTheDescriptor pins that order of gnet's. Reads and writes of slots take no
 // lock; growing the slice takes mu and publishes a new slice.
 type connTable struct {
 	mu     sync.Mutex

@@ -6,28 +6,30 @@
 // Conn.SetReadDeadline return ErrUnsupportedOp, and EventLoop.Schedule is not
 // implemented.
 //
-// A Detector keeps one go-schedule task per connection, whatever idle states
-// are enabled: the task is due at the earliest of the connection's idle
-// deadlines, and each read pushes it out with one Reset, which allocates
-// nothing and does not involve the scheduler's owner goroutine. When it comes
-// due, a job on the scheduler's pool hands the connection back to its own
-// event loop (EventLoop.Execute), which checks what is really idle and calls
-// the Handler there. The Handler therefore runs on the connection's event
+// A [Detector] keeps one task on a [schedule.Scheduler] per connection,
+// whatever idle states are enabled: the task is due at the earliest of the
+// connection's idle deadlines, and each read pushes it out with one
+// [schedule.Scheduler.Reset], a postponement, which allocates nothing and
+// sends the scheduler no request. When it comes due, a job on the
+// scheduler's pool hands the connection back to its own event loop
+// (gnet's EventLoop.Execute), which checks what is really idle and calls
+// the [Handler] there. The Handler therefore runs on the connection's event
 // loop, like any gnet event, and never after OnClose: it may use every Conn
 // method, and its gnet.Action is applied as gnet applies the actions of
-// OnTraffic. The default Handler, CloseIdle, closes the connection.
+// OnTraffic. The default Handler, [CloseIdle], closes the connection.
 //
 // # Adding it to a server
 //
-// A handler as it is gets idle detection with Wrap, and its connections'
-// Context stays its own:
+// A handler as it is gets idle detection with [Detector.Wrap], and its
+// connections' Context stays its own:
 //
 //	s, _ := schedule.New(4)
 //	idle, _ := gnetidle.New(s, gnetidle.Timeouts{Reader: 30 * time.Second}, nil)
 //	gnet.Run(idle.Wrap(handler), "tcp://:7070")
 //
-// A server that keeps a struct per connection embeds a Watch in it, with
-// one line in each of OnOpen, OnTraffic and OnClose:
+// A server that keeps a struct per connection embeds a [Watch] in it, with
+// one line in each of OnOpen, OnTraffic and OnClose ([Detector.Start],
+// [Watch.Read], [Watch.Stop]):
 //
 //	func (srv *server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 //		sess := new(session) // holds idle gnetidle.Watch
@@ -44,17 +46,17 @@
 //		...
 //	}
 //
-// Either way, Detector.WatchOf(c) returns the connection's Watch, the
-// handle for the rest: Wrote reports a write, and SetTimeouts gives the
-// connection timeouts of its own, for protocols that negotiate their own
-// keep-alive. Writes count only when reported (Wrote after Conn.Write, or
+// Either way, [Detector.WatchOf](c) returns the connection's Watch, the
+// handle for the rest: [Watch.Wrote] reports a write, and
+// [Watch.SetTimeouts] gives the connection timeouts of its own, for
+// protocols that negotiate their own keep-alive. Writes count only when reported (Wrote after Conn.Write, or
 // in the callback of Conn.AsyncWrite), because gnet offers no hook on them;
 // reads count on each call to Read, normally once per OnTraffic.
 //
 // Start, WatchOf and every method of a Watch must be called on the
 // connection's event loop: inside gnet's event handlers, or in callbacks
-// gnet runs there (AsyncWrite's, Execute's). New, Wrap and Stats are safe
-// for concurrent use.
+// gnet runs there (AsyncWrite's, Execute's). [New], Wrap and
+// [Detector.Stats] are safe for concurrent use.
 //
 // The Scheduler must outlive the gnet engines that use the Detector: once it
 // is shut down, connections that open are not watched (Start returns the

@@ -92,8 +92,10 @@ type Event struct {
 // Action of OnTraffic: gnet.Close closes c at once (its OnClose runs before
 // the Handler's caller returns), gnet.Shutdown shuts the engine down.
 //
-// A Handler is never called for a connection whose OnClose has run, and
-// never twice for one Event.
+// A Handler is never called for a connection whose OnClose has run
+// (OnClose stops the connection's Watch: Wrap's does, and a server that
+// calls Start itself calls [Watch.Stop] there), and never twice for one
+// Event.
 type Handler func(c gnet.Conn, e Event) gnet.Action
 
 // CloseIdle is the default Handler: it closes the connection, whatever the
@@ -106,7 +108,7 @@ var (
 	ErrNilScheduler = errors.New("gnetidle: nil scheduler")
 	// ErrNegativeTimeout is returned for a negative timeout.
 	ErrNegativeTimeout = errors.New("gnetidle: negative timeout")
-	// ErrNilConn is returned when a nil connection is to be watched.
+	// ErrNilConn is returned by Detector.Start for a nil connection.
 	ErrNilConn = errors.New("gnetidle: nil connection")
 	// ErrWatchUsed is returned by Start for a Watch started before: a
 	// Watch serves one connection, once.

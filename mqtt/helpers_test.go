@@ -28,12 +28,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // the test left it out), an observer hook after it, and an inline
 // subscription that records every will.
 type broker struct {
-	t     *testing.T
-	srv   *mochi.Server
-	sched *schedule.Scheduler
-	ka    *mqtt.KeepAlive // nil without the hook
-	obs   *observer
-	addr  string // the TCP listener's address, when it has one
+	t       *testing.T
+	srv     *mochi.Server
+	sched   *schedule.Scheduler
+	ka      *mqtt.KeepAlive // nil without the hook
+	obs     *observer
+	addr    string // the listener's address, when it has one
+	network string // addr's network: "tcp" unless the test chose "unix"
 
 	mu    sync.Mutex
 	wills []string // topics of the wills published, in order
@@ -46,6 +47,7 @@ type brokerOptions struct {
 	listener    bool       // no hook, and mochi's deadlines served by mqtt.NewTCP's listener
 	auth        mochi.Hook // in place of auth.AllowHook
 	noListener  bool       // connections come through EstablishConnection only
+	unix        string     // a Unix socket path: mochi's Unix-socket listener in place of TCP
 	shutdownNow bool       // shut the scheduler down before the broker serves
 }
 
@@ -77,6 +79,9 @@ func startBroker(t *testing.T, o brokerOptions) *broker {
 		l := mqtt.NewTCP(config, s)
 		must(t, b.srv.AddListener(l))
 		b.addr = l.Address()
+	case o.unix != "":
+		must(t, b.srv.AddListener(listeners.NewUnixSock(listeners.Config{ID: "unix", Address: o.unix})))
+		b.network, b.addr = "unix", o.unix
 	case !o.noListener:
 		l := listeners.NewTCP(config)
 		must(t, b.srv.AddListener(l))
@@ -180,7 +185,11 @@ func (b *broker) waitWills(n int, d time.Duration) []string {
 // dial connects a raw client to the broker's listener.
 func (b *broker) dial(o wire.Options) *wire.Conn {
 	b.t.Helper()
-	c, err := net.Dial("tcp", b.addr)
+	network := b.network
+	if network == "" {
+		network = "tcp"
+	}
+	c, err := net.Dial(network, b.addr)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -26,13 +26,13 @@ const defaultTimeout = 90 * time.Second
 // mochi's own keep-alive computes keepalive + keepalive/2 in whole
 // seconds, so that for an odd Keep Alive it disconnects half a second
 // early (after 1 s for a Keep Alive of 1 s, where the specification says
-// 1.5 s). KeepAlive does not round.
+// 1.5 s). The [KeepAlive] hook does not round.
 func Timeout(keepalive uint16) time.Duration {
 	return time.Duration(keepalive) * 1500 * time.Millisecond
 }
 
 // KeepAlive is a mochi-mqtt hook that enforces MQTT keep-alive with a
-// go-schedule Scheduler. Create it with NewKeepAlive and add it to the
+// go-schedule Scheduler. Create it with [NewKeepAlive] and add it to the
 // broker with Server.AddHook(hook, nil) before the broker serves. The Keep
 // Alive it enforces is the client's State.Keepalive when the session is
 // established: the one in CONNECT, or an MQTT 5 Server Keep Alive that a
@@ -89,6 +89,12 @@ type KeepAlive struct {
 
 // NewKeepAlive returns a keep-alive hook whose deadlines live on s. Add it
 // to a broker with Server.AddHook(hook, nil). A hook serves one broker.
+//
+// Use it for clients that do not come through [NewTCP] (WebSocket, Unix
+// sockets, a listener of the program's own), for a Keep Alive enforced at
+// exactly 1.5 times, or for the counts [KeepAlive.Len] and
+// [KeepAlive.Expired]; for TCP clients alone, NewTCP costs less (see the
+// package documentation).
 //
 // With a nil s, the hook's Init, and so AddHook, returns
 // heartbeat.ErrNilScheduler.

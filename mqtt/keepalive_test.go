@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -72,6 +74,24 @@ func TestSilentClientIsDisconnectedAndItsWillPublished(t *testing.T) {
 				t.Errorf("still watching %d clients after the disconnect", n)
 			}
 		})
+	}
+}
+
+// The hook's user is a broker whose clients come through a listener other
+// than mqtt.NewTCP, which wraps TCP sockets only: here mochi's own
+// Unix-socket listener. The hook disconnects a silent client there too.
+func TestSilentClientOnAUnixSocketIsDisconnectedByTheHook(t *testing.T) {
+	dir, err := os.MkdirTemp("", "mqtt") // short: a socket path has at most 107 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	b := startBroker(t, brokerOptions{unix: filepath.Join(dir, "broker.sock")})
+	c := b.dial(wire.Options{ClientID: "dev", Version: 4, KeepAlive: keepAlive, WillTopic: "will/dev", WillPayload: []byte("offline")})
+	waitLen(t, b.ka, 1)
+	waitClosed(t, c, patience)
+	assert.Equal(t, []string{"will/dev"}, b.waitWills(1, patience))
+	assert.Equal(t, uint64(1), b.ka.Expired())
+	for _, dc := range b.obs.disconnected() {
+		assert.True(t, isKeepAliveTimeout(dc.cause), "stop cause %v, want the hook's", dc.cause)
 	}
 }
 

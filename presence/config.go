@@ -58,8 +58,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
 	}
-	if err := ValidLease(c.Lease); err != nil {
-		return c, err
+	if !ValidLease(c.Lease) {
+		return c, ErrInvalidLease
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
@@ -79,11 +79,8 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// ValidLease returns ErrInvalidLease unless d is a whole number of
-// seconds, at least one: the engine keeps key TTLs in whole seconds.
-func ValidLease(d time.Duration) error {
-	if d < time.Second || d%time.Second != 0 {
-		return ErrInvalidLease
-	}
-	return nil
+// ValidLease reports whether d is a lease: a whole number of seconds, at
+// least one, because the engine keeps key TTLs in whole seconds.
+func ValidLease(d time.Duration) bool {
+	return d >= time.Second && d%time.Second == 0
 }

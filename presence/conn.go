@@ -49,14 +49,16 @@ const attemptWithin = 2 * time.Second
 // returns it once the engine holds the record. While the engine is
 // unreachable, the node's lease is unconfirmed, the node is recording the
 // devices of a lease it lost node_lost, or 64 of its writes are in flight
-// already, it waits, as long as ctx allows. The newest connection wins: the device's connection before
-// it, here or at another node, is ended (its end function gets
-// ErrSuperseded) and records nothing more.
+// already, it waits, as long as ctx allows. The newest connection wins:
+// the device's connection before it, here or at another node, is ended
+// (its end function gets [ErrSuperseded]) and records nothing more.
 //
 // end is called once, from a node goroutine, when the node ends the
-// connection: ErrSuperseded (a newer connection of the device), ErrLeaseLost
-// (the node lost its lease; the device was recorded node_lost), or ErrClosed
-// (Close recorded it offline). The caller then closes the device's
+// connection: ErrSuperseded (a newer connection of the device),
+// [ErrLeaseLost] (the node lost its lease; the device was recorded
+// node_lost), or [ErrClosed] ([Node.Close] ended it, having recorded it
+// offline with reason shutdown if the engine answered in time). The
+// caller then closes the device's
 // connection. end is not called after the caller's own Offline. It may be
 // nil. Connect returns ErrInvalidDeviceID, ErrClosed, ErrSuperseded when a
 // still newer connection won meanwhile, or ctx's error.
@@ -185,7 +187,9 @@ func (c *Conn) online(ctx context.Context) (*Record, error) {
 // ErrLeaseLost or ErrClosed if the node ended the connection first
 // (nothing recorded by this call); ErrInvalidReason; or ctx's error, the
 // record unchanged as far as this call knows. It waits for the engine as
-// Connect does. A second call returns what the first did.
+// Connect does. Once a call has ended the connection, a later one records
+// nothing and returns an error: the first call's, or, when the first
+// recorded, one saying that the connection is recorded offline already.
 func (c *Conn) Offline(ctx context.Context, reason Reason) error {
 	if reason != ReasonTimeout && reason != ReasonClosed {
 		return ErrInvalidReason

@@ -1,19 +1,21 @@
 // Package presence records which devices are online, and at which gateway
 // node, for a whole fleet of gateways, in NATS JetStream key-value buckets.
 //
-// Each gateway keeps its devices' heartbeats local (heartbeat.Monitor on a
-// go-schedule scheduler); only state changes reach the engine: a device
+// Each gateway keeps its devices' heartbeats local (a heartbeat.Monitor on
+// a go-schedule scheduler); only state changes reach the engine: a device
 // that says hello is recorded online, a device that goes silent, closes its
 // connection or is shut down with its node is recorded offline, and the
 // devices of a node that dies are recorded offline by another node.
 //
 // # Buckets, keys and values
 //
-// Two buckets, named from Config.Prefix (default "presence"):
+// A [Node] ([Open]) is a gateway's side; a [Store] ([OpenStore],
+// [BindStore]) reads the fleet's presence for anyone else. Two buckets,
+// named from [Config].Prefix (default "presence"):
 //
 //   - "<prefix>-devices" holds one record per device, history 1, no TTL.
 //     Its key is the device id escaped reversibly into the characters a
-//     key may hold (EncodeKey): letters, digits and '-' stay, every other
+//     key may hold ([EncodeKey]): letters, digits and '-' stay, every other
 //     byte becomes '_' and two upper-case hex digits ("a.b" is "a_2Eb").
 //     The value is JSON:
 //
@@ -37,17 +39,23 @@
 //     meanwhile would only fail on the revision the first one moved. The
 //     bucket keeps an expiry marker for an hour (LimitMarkerTTL).
 //
+// Open and OpenStore create the buckets when they are missing, with
+// [Config].Replicas replicas; nodes that start together on a new cluster
+// all bind to the one pair of buckets, within seconds (package
+// [github.com/go-schedule/schedule/presence/ensure] retries the requests
+// that a bucket still being created leaves unanswered).
+//
 // # Who writes what
 //
 // Every write to a device record compares and sets by revision:
 //
-//   - Online (Node.Connect): read the record, then Create or Update it at
+//   - Online ([Node.Connect]): read the record, then Create or Update it at
 //     the revision read; on a conflict read again and retry. The last
 //     writer wins, so the newest connection is the one recorded. If the
 //     record was online at another node, that node is told on the core
 //     subject "<prefix>.kick.<node>" to close its connection; on the same
 //     node the old connection is closed at once.
-//   - Offline (Conn.Offline): Update at the revision of this connection's
+//   - Offline ([Conn.Offline]): Update at the revision of this connection's
 //     own online write. Any later write (a newer connection anywhere, a
 //     reaper) changed the revision, so the update fails and nothing is
 //     recorded: a stale timer can never override a newer online.
@@ -68,7 +76,7 @@
 // its reap. Markers are not a guarantee (a watcher stalls for tens of
 // seconds when its server dies; a marker disappears after LimitMarkerTTL),
 // so the reaper also reaps when its listing misses a node that the last
-// one had, and every Config.ScanEvery in any case (four leases, at least
+// one had, and every [Config].ScanEvery in any case (four leases, at least
 // a minute: the scan reads every record). A reap scans all records and
 // records node_lost for every online record whose node holds no lease. It
 // lists the leases before the scan too, and the scan keeps only the
@@ -129,8 +137,8 @@
 // # Records of devices offline for months
 //
 // They stay: one record per device, history 1, about 150 bytes, the
-// device's last known state, which is what an operator asks for. Prune
-// removes offline records older than a given time, by compare-and-set, so
+// device's last known state, which is what an operator asks for.
+// [Store.Prune] removes offline records older than a given time, by compare-and-set, so
 // a device that came online meanwhile keeps its record.
 //
 // # What each guarantee costs the engine

@@ -4,6 +4,7 @@ import "context"
 
 // Crash stops the node's goroutines and its kick subscription without
 // writing anything: what the engine sees of a process killed with SIGKILL.
+// A later Close does nothing, as after a Close.
 func (n *Node) Crash() {
 	n.mu.Lock()
 	n.closed = true
@@ -13,6 +14,7 @@ func (n *Node) Crash() {
 	_ = n.kick.Unsubscribe()
 	n.wg.Wait()
 	n.leaseNC.Close()
+	close(n.closeEnd)
 }
 
 // ReapOrphans runs one reap of the devices of nodes without a lease.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-schedule/schedule/presence/ensure"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -47,6 +48,7 @@ type Node struct {
 	live     bool // writes may go: held, and nothing owed
 	liveCh   chan struct{}
 	closed   bool
+	closeEnd chan struct{} // closed when the first Close has returned
 	seq      uint64
 	conns    map[uint64]*Conn // every connection of this node, by number
 	byDevice map[string]*Conn // the current connection of each device
@@ -78,16 +80,20 @@ type Node struct {
 // Open dials with nc's options and Close closes (see "Under load" in the
 // package documentation). If a lease for cfg.Node exists (the node
 // restarted), Open takes it over, and one lease later records node_lost
-// for each device still online under the old lease. It returns
-// ErrInvalidNodeID, ErrInvalidLease, ErrInvalidReplicas, or the engine's
-// error.
+// for each device still online under the old lease. The buckets are
+// created if missing (see [OpenStore]); nodes opened together on a new
+// cluster all bind to the same ones.
+//
+// It returns [ErrInvalidNodeID], [ErrInvalidLease] or [ErrInvalidReplicas]
+// for a bad cfg, [ErrNilConn] for a nil nc, ctx's error if ctx ends first,
+// or the engine's error.
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if nc == nil {
-		return nil, ErrNilJetStream
+		return nil, ErrNilConn
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -109,6 +115,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Node, error) {
 		reapNow:  make(chan struct{}, 1),
 		ownDue:   make(chan struct{}, 1),
 		stop:     make(chan struct{}),
+		closeEnd: make(chan struct{}),
 	}
 	if err := n.dialLease(ctx); err != nil {
 		return nil, err
@@ -134,7 +141,10 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Node, error) {
 var errNotConnected = errors.New("presence: the node's connection is down")
 
 // dialLease opens the node's lease connection: a second connection to
-// nc's engine, with nc's options, named after the node.
+// nc's engine, with nc's options, named after the node. It binds to the
+// nodes bucket as OpenStore does, creating it if missing: on a new
+// cluster, the server this connection asks may not know yet of the bucket
+// that OpenStore has just seen, and says it is not found.
 func (n *Node) dialLease(ctx context.Context) error {
 	opts := n.nc.Opts
 	opts.Name = "presence lease " + n.cfg.Node
@@ -144,7 +154,7 @@ func (n *Node) dialLease(ctx context.Context) error {
 	}
 	js, err := jetstream.New(lc)
 	if err == nil {
-		n.leaseKV, err = js.KeyValue(ctx, n.prefix+"-nodes")
+		n.leaseKV, err = ensure.KeyValue(ctx, js, nodesBucket(n.prefix, n.cfg.Replicas))
 	}
 	if err != nil {
 		lc.Close()
@@ -425,20 +435,31 @@ func (n *Node) Connections() int {
 }
 
 // Close records every device online at this node offline with reason
-// shutdown, ends their connections (their close functions get ErrClosed),
+// shutdown, ends their connections (their end functions get ErrClosed),
 // gives up the lease and stops the node's goroutines. It reports how many
 // devices it recorded offline. Connect after Close returns ErrClosed. The
 // caller's nats connection stays open; the lease connection Open dialled
-// is closed. Close waits for the engine as long as ctx allows.
+// is closed. Close waits for the engine as long as ctx allows; what it
+// could not record is left to the other nodes, which record it node_lost
+// once the lease ends.
+//
+// Close is idempotent: a later call records nothing, waits until the
+// first has returned (or ctx ends) and returns 0 and nil (or ctx's error).
 func (n *Node) Close(ctx context.Context) (int, error) {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		return 0, ErrClosed
+		select {
+		case <-n.closeEnd:
+			return 0, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
 	n.closed = true
 	conns := slices.Collect(maps.Values(n.byDevice))
 	n.mu.Unlock()
+	defer close(n.closeEnd)
 
 	recorded, firstErr := n.shutdownAll(ctx, conns)
 	n.mu.Lock()

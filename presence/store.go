@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/go-schedule/schedule/presence/ensure"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -19,8 +20,11 @@ type Store struct {
 }
 
 // OpenStore binds to the buckets named by prefix (empty: DefaultPrefix),
-// creating them with replicas replicas (0: 1) if they are missing. It
-// returns ErrNilJetStream, ErrInvalidReplicas, or the engine's error.
+// creating them with replicas replicas (0: 1) if they are missing; buckets
+// that exist are used as they are. Callers that open at once all get the
+// same buckets, as [ensure.KeyValue] promises. It returns
+// [ErrNilJetStream], [ErrInvalidReplicas], ctx's error, or the engine's
+// error.
 func OpenStore(ctx context.Context, js jetstream.JetStream, prefix string, replicas int) (*Store, error) {
 	if js == nil {
 		return nil, ErrNilJetStream
@@ -36,19 +40,29 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, prefix string, repli
 	}
 	st := &Store{js: js, prefix: prefix}
 	var err error
-	if st.devices, err = bucket(ctx, js, jetstream.KeyValueConfig{
-		Bucket: prefix + "-devices", History: 1, Replicas: replicas,
-		Description: "device presence: one record per device",
-	}); err != nil {
+	if st.devices, err = ensure.KeyValue(ctx, js, devicesBucket(prefix, replicas)); err != nil {
 		return nil, err
 	}
-	if st.nodes, err = bucket(ctx, js, jetstream.KeyValueConfig{
-		Bucket: prefix + "-nodes", History: 1, Replicas: replicas, LimitMarkerTTL: markerKeep,
-		Description: "gateway node leases",
-	}); err != nil {
+	if st.nodes, err = ensure.KeyValue(ctx, js, nodesBucket(prefix, replicas)); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// devicesBucket and nodesBucket configure the buckets that OpenStore
+// creates when they are missing.
+func devicesBucket(prefix string, replicas int) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket: prefix + "-devices", History: 1, Replicas: replicas,
+		Description: "device presence: one record per device",
+	}
+}
+
+func nodesBucket(prefix string, replicas int) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket: prefix + "-nodes", History: 1, Replicas: replicas, LimitMarkerTTL: markerKeep,
+		Description: "gateway node leases",
+	}
 }
 
 // BindStore binds to the buckets named by prefix (empty: DefaultPrefix)
@@ -64,8 +78,8 @@ func BindStore(ctx context.Context, js jetstream.JetStream, prefix string) (*Sto
 	}
 	st := &Store{js: js, prefix: prefix}
 	var err error
-	if st.devices, err = js.KeyValue(ctx, prefix+"-devices"); err == nil {
-		st.nodes, err = js.KeyValue(ctx, prefix+"-nodes")
+	if st.devices, err = bindKeyValue(ctx, js, prefix+"-devices"); err == nil {
+		st.nodes, err = bindKeyValue(ctx, js, prefix+"-nodes")
 	}
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, ErrNoBuckets
@@ -76,24 +90,17 @@ func BindStore(ctx context.Context, js jetstream.JetStream, prefix string) (*Sto
 	return st, nil
 }
 
+// bindKeyValue binds to bucket, which may be new: its requests are retried
+// with short deadlines, as ensure.KeyValue does.
+func bindKeyValue(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+	return ensure.Retry(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.KeyValue(ctx, bucket)
+	})
+}
+
 // ErrNoBuckets is returned by BindStore while no node has created the
 // buckets.
 var ErrNoBuckets = errors.New("presence: the buckets do not exist yet")
-
-// bucket binds to cfg's bucket, creating it if it is missing. Two nodes
-// that start at once may both try to create it; the loser binds.
-func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	for {
-		kv, err := js.KeyValue(ctx, cfg.Bucket)
-		if !errors.Is(err, jetstream.ErrBucketNotFound) {
-			return kv, err
-		}
-		kv, err = js.CreateKeyValue(ctx, cfg)
-		if !errors.Is(err, jetstream.ErrBucketExists) {
-			return kv, err
-		}
-	}
-}
 
 // ErrNotFound is returned by Lookup for a device that has no record.
 var ErrNotFound = errors.New("presence: no record of the device")

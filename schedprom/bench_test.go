@@ -30,7 +30,7 @@ func gateway(b *testing.B) (*schedule.Scheduler, *heartbeat.Monitor[int], *prome
 	_, err = s.Schedule(nop, time.Millisecond)
 	require.NoError(b, err)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(schedprom.NewCollector(s), schedprom.NewMonitorCollector(m))
+	reg.MustRegister(schedprom.NewCollector(s), schedprom.NewWatcherCollector(m, "heartbeat_keys"))
 	return s, m, reg
 }
 

@@ -82,7 +82,7 @@ func TestDemoMetricsMatchTheCollectors(t *testing.T) {
 	// The collectors' families, from a scheduler and a Monitor of our own.
 	want := func() map[string]*dto.MetricFamily {
 		s := start(t, 1)
-		return gather(t, schedprom.NewCollector(s), schedprom.NewMonitorCollector(newMonitor(t, s)))
+		return gather(t, schedprom.NewCollector(s), schedprom.NewWatcherCollector(newMonitor(t, s), "heartbeat_keys"))
 	}()
 	assert.Equal(t, shapes(want), shapes(got))
 }

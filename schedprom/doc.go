@@ -1,9 +1,10 @@
 // Package schedprom exports go-schedule's figures as Prometheus metrics: a
-// Scheduler's, a heartbeat Monitor's, the mqtt module's keep-alive hook's
-// and a gnetidle Detector's.
+// [schedule.Scheduler]'s ([NewCollector]), a [heartbeat.Monitor]'s or the
+// mqtt module's keep-alive hook's ([NewWatcherCollector]) and a gnetidle
+// Detector's ([NewIdleCollector]).
 //
 // Each collector reads a snapshot the library already keeps, as
-// client_golang's collectors.NewDBStatsCollector reads sql.DBStats: Collect
+// client_golang's collectors.NewDBStatsCollector reads [database/sql.DBStats]: Collect
 // sends constant metrics built from one reading and changes nothing, so two
 // Prometheus servers scraping one process see the same counts. Counters end
 // in _total, durations are in seconds, and job-start lateness is a
@@ -12,13 +13,14 @@
 //	s, _ := schedule.New(8)
 //	m, _ := heartbeat.New(s, 90*time.Second, expired)
 //	reg := prometheus.NewRegistry()
-//	reg.MustRegister(schedprom.NewCollector(s), schedprom.NewMonitorCollector(m))
+//	reg.MustRegister(schedprom.NewCollector(s), schedprom.NewWatcherCollector(m, "heartbeat_keys"))
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // # Metrics
 //
-// With the default namespace, "schedule" (see WithNamespace, WithSubsystem
-// and WithConstLabels), NewCollector exports:
+// With the default namespace, "schedule" (see [WithNamespace],
+// [WithSubsystem] and [WithConstLabels]), NewCollector exports these,
+// read from [schedule.Stats]:
 //
 //	schedule_tasks_pending                        gauge      Stats.Pending
 //	schedule_tasks_scheduled_total                counter    Stats.Scheduled
@@ -35,14 +37,16 @@
 //	schedule_job_start_lateness_max_seconds       gauge      Stats.MaxLateness
 //	schedule_job_start_lateness_seconds           histogram  Stats.Lateness, Stats.LatenessSum
 //
-// The histogram's buckets are schedule.LatenessBounds: 1, 2.5 and 5 per
+// The histogram's buckets are [schedule.LatenessBounds]: 1, 2.5 and 5 per
 // decade from 100 µs to 10 s. Its count is the sum of its buckets.
 //
-// NewMonitorCollector exports schedule_heartbeat_keys_watched (gauge,
-// Monitor.Len) and schedule_heartbeat_keys_expired_total (counter,
-// Monitor.Expired); NewKeepAliveCollector exports
-// schedule_mqtt_clients_watched and schedule_mqtt_clients_expired_total
-// from the mqtt hook's Len and Expired; NewIdleCollector exports
+// NewWatcherCollector(w, name) exports schedule_<name>_watched (gauge,
+// [Watcher.Len]) and schedule_<name>_expired_total (counter,
+// [Watcher.Expired]): schedule_heartbeat_keys_watched and
+// schedule_heartbeat_keys_expired_total for a heartbeat.Monitor with the
+// name "heartbeat_keys", schedule_mqtt_clients_watched and
+// schedule_mqtt_clients_expired_total for the mqtt keep-alive hook with
+// "mqtt_clients". NewIdleCollector exports
 // schedule_gnetidle_connections_watched,
 // schedule_gnetidle_idle_events_total{state="reader"|"writer"|"all"} and
 // schedule_gnetidle_connections_closed_total from a Detector's Stats.
@@ -53,17 +57,17 @@
 // client_golang; and the mqtt and gnetidle modules do not require it either,
 // nor does this module require them, so that a user of one never downloads
 // the others' dependencies (a broker, an event-loop server, or
-// client_golang). The heartbeat and keep-alive collectors therefore take a
-// Watcher (Len and Expired), which a heartbeat.Monitor and the
-// *mqtt.KeepAlive hook satisfy as they are; the idle collector takes a
-// function returning IdleStats, a struct with the fields of
-// gnetidle.Stats, to which a Detector's Stats converts in one expression.
+// client_golang). NewWatcherCollector therefore takes a [Watcher] (Len
+// and Expired), which a heartbeat.Monitor and the *mqtt.KeepAlive hook
+// satisfy as they are; NewIdleCollector takes a function returning
+// [IdleStats], a struct with the fields of gnetidle.Stats, to which a
+// Detector's Stats converts in one expression.
 // The alternative, a small adapter module per integration, would add two
 // modules to publish and version for what is one line in the caller's code.
 //
 // # Several schedulers
 //
-// Register one collector per scheduler, each with WithConstLabels (say,
+// Register one collector per scheduler, each with [WithConstLabels] (say,
 // {"scheduler": "shard-0"}): the names are the same, the label values tell
 // them apart.
 //

@@ -11,4 +11,6 @@ var (
 	// ErrNilSource: a collector was given nothing to read (a nil Watcher,
 	// or a nil snapshot function).
 	ErrNilSource = errors.New("schedprom: nil source")
+	// ErrEmptyName: NewWatcherCollector was given an empty name.
+	ErrEmptyName = errors.New("schedprom: empty metric name")
 )

@@ -28,7 +28,7 @@ func ExampleNewCollector() {
 
 	reg := prometheus.NewRegistry()
 	gateway := schedprom.WithConstLabels(prometheus.Labels{"gateway": "eu-1"})
-	reg.MustRegister(schedprom.NewCollector(s, gateway), schedprom.NewMonitorCollector(m, gateway))
+	reg.MustRegister(schedprom.NewCollector(s, gateway), schedprom.NewWatcherCollector(m, "heartbeat_keys", gateway))
 
 	_ = m.Beat("sensor-7") // and then nothing: it expires
 	fmt.Println("expired:", <-dead)

@@ -14,8 +14,7 @@ type IdleStats struct {
 	// Events counts the idle events raised, indexed by gnetidle.State:
 	// reader idle, writer idle, all idle.
 	Events [3]uint64
-	// Closed counts the connections closed because their Handler returned
-	// gnet.Close.
+	// Closed counts the idle events whose Handler returned gnet.Close.
 	Closed uint64
 }
 

@@ -45,12 +45,12 @@ const (
 )
 
 // NewCollector returns a collector of s's metrics (see the package
-// documentation for the list). Each Collect reads one s.Stats snapshot and
-// resets nothing: any number of registries and scrapers may read s at
-// once, each seeing every count. (Reading Stats may wake the owner to apply
-// requests waiting in its inbox, which counts in owner_wakeups_total.) A Collect adds nothing to s's hot paths:
-// it reads atomic counters, takes the run queue's lock once (as a job
-// start does), and allocates only on the scraping goroutine.
+// documentation for the list). Each Collect reads one
+// [schedule.Scheduler.Stats] snapshot and resets nothing: any number of
+// registries and scrapers may read s at once, each seeing every count. A
+// Collect costs s what a Stats call costs, and may itself count in
+// owner_wakeups_total, as Stats may wake the scheduler (see
+// [schedule.Stats]). It allocates only on the scraping goroutine.
 //
 // Options set the namespace (default "schedule"), a subsystem and
 // constant labels. With a nil s, Register returns ErrNilScheduler.

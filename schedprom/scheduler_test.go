@@ -129,8 +129,8 @@ func TestCollectorsAreLintClean(t *testing.T) {
 		m := newMonitor(t, s)
 		for name, c := range map[string]prometheus.Collector{
 			"scheduler": schedprom.NewCollector(s),
-			"monitor":   schedprom.NewMonitorCollector(m),
-			"keepalive": schedprom.NewKeepAliveCollector(fixedWatcher{3, 4}),
+			"monitor":   schedprom.NewWatcherCollector(m, "heartbeat_keys"),
+			"keepalive": schedprom.NewWatcherCollector(fixedWatcher{3, 4}, "mqtt_clients"),
 			"idle":      schedprom.NewIdleCollector(fixedIdle),
 		} {
 			problems, err := testutil.CollectAndLint(c)
@@ -182,15 +182,15 @@ func TestBadArgumentsFailRegister(t *testing.T) {
 		want error
 	}{
 		"nil scheduler":   {schedprom.NewCollector(nil), schedprom.ErrNilScheduler},
-		"nil monitor":     {schedprom.NewMonitorCollector(nil), schedprom.ErrNilSource},
-		"nil *Monitor":    {schedprom.NewMonitorCollector((*heartbeat.Monitor[string])(nil)), schedprom.ErrNilSource},
-		"nil keep-alive":  {schedprom.NewKeepAliveCollector(nil), schedprom.ErrNilSource},
+		"nil monitor":     {schedprom.NewWatcherCollector(nil, "heartbeat_keys"), schedprom.ErrNilSource},
+		"nil *Monitor":    {schedprom.NewWatcherCollector((*heartbeat.Monitor[string])(nil), "heartbeat_keys"), schedprom.ErrNilSource},
+		"empty name":      {schedprom.NewWatcherCollector(fixedWatcher{}, ""), schedprom.ErrEmptyName},
 		"nil idle source": {schedprom.NewIdleCollector(nil), schedprom.ErrNilSource},
 	} {
 		err := prometheus.NewRegistry().Register(tc.c)
 		assert.ErrorIs(t, err, tc.want, name)
 	}
-	err := prometheus.NewRegistry().Register(schedprom.NewMonitorCollector(fixedWatcher{}, schedprom.WithNamespace("\xff")))
+	err := prometheus.NewRegistry().Register(schedprom.NewWatcherCollector(fixedWatcher{}, "heartbeat_keys", schedprom.WithNamespace("\xff")))
 	assert.Error(t, err, "a namespace that is not UTF-8")
 	assert.False(t, errors.Is(err, schedprom.ErrNilSource))
 }

@@ -41,7 +41,7 @@ func newMonitor(t *testing.T, s *schedule.Scheduler) *heartbeat.Monitor[int] {
 	return m
 }
 
-func TestMonitorCollectorReportsWatchedAndExpiredKeys(t *testing.T) {
+func TestWatcherCollectorReportsAMonitorsWatchedAndExpiredKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := start(t, 1)
 		m := newMonitor(t, s)
@@ -49,17 +49,23 @@ func TestMonitorCollectorReportsWatchedAndExpiredKeys(t *testing.T) {
 		require.NoError(t, m.Beat(0))
 		require.NoError(t, m.Beat(1))
 		advance(time.Second / 2) // keys 2, 3 and 4 expire
-		fams := gather(t, schedprom.NewMonitorCollector(m))
+		fams := gather(t, schedprom.NewWatcherCollector(m, "heartbeat_keys"))
 		assert.Equal(t, float64(2), value(t, fams, "schedule_heartbeat_keys_watched"))
 		assert.Equal(t, float64(3), value(t, fams, "schedule_heartbeat_keys_expired_total"))
 	})
 }
 
-func TestKeepAliveCollectorReadsLenAndExpired(t *testing.T) {
-	fams := gather(t, schedprom.NewKeepAliveCollector(fixedWatcher{3, 4}))
+// The name given makes the metric names, under the namespace and the
+// subsystem: the mqtt keep-alive hook's, for instance.
+func TestWatcherCollectorNamesItsMetricsAfterTheNameGiven(t *testing.T) {
+	fams := gather(t, schedprom.NewWatcherCollector(fixedWatcher{3, 4}, "mqtt_clients"))
 	assert.Equal(t, float64(3), value(t, fams, "schedule_mqtt_clients_watched"))
 	assert.Equal(t, float64(4), value(t, fams, "schedule_mqtt_clients_expired_total"))
 	assert.Len(t, fams, 2)
+
+	fams = gather(t, schedprom.NewWatcherCollector(fixedWatcher{3, 4}, "devices", schedprom.WithNamespace("gw"), schedprom.WithSubsystem("edge")))
+	assert.Equal(t, float64(3), value(t, fams, "gw_edge_devices_watched"))
+	assert.Equal(t, float64(4), value(t, fams, "gw_edge_devices_expired_total"))
 }
 
 func TestIdleCollectorReportsEventsByState(t *testing.T) {

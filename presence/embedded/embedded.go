@@ -1,11 +1,15 @@
-// Package embedded runs a NATS server with JetStream inside the process:
-// the engine of a single presence node, and of the tests. It is a package
-// of its own so that gateways that use a real NATS cluster do not build
-// the server into their binary.
+// Package embedded runs a NATS server with JetStream inside the process
+// ([Start]), or a cluster of them ([StartCluster]): the engine of a single
+// presence node, and of the tests. It is a package of its own so that
+// gateways that use a real NATS cluster do not build the server into
+// their binary.
 package embedded
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -75,4 +79,92 @@ func Start(o Options) (*server.Server, error) {
 		return nil, ErrNotReady
 	}
 	return s, nil
+}
+
+// clusterWithin bounds the wait for a new cluster's JetStream meta
+// leader with every server a current peer; it takes under a second.
+const clusterWithin = 20 * time.Second
+
+// ErrNoMetaLeader is returned by StartCluster when the servers have not
+// elected a JetStream meta leader with every server a current peer
+// within twenty seconds.
+var ErrNoMetaLeader = errors.New("embedded: no JetStream meta leader with every server a peer")
+
+// clusterTries is how many times StartCluster picks new ports for a
+// server that could not listen: a port found free may be taken by another
+// socket before the server binds it.
+const clusterTries = 3
+
+// StartCluster starts n servers in the process, routed to each other as
+// the cluster name, on 127.0.0.1 and free ports, each storing in a
+// directory of its own under dir. The servers are named name1 to name<n>.
+// It returns them once JetStream has a meta leader with all n servers as
+// its peers, so that a replicated stream can be created at once:
+// listeners being up, all that Start waits for, is not enough for that.
+// It returns ErrNotReady if a server does not start (after trying new
+// ports twice) and ErrNoMetaLeader if no leader is elected within twenty
+// seconds; on an error no server is left running. The caller ends each
+// server with Shutdown and WaitForShutdown.
+func StartCluster(name string, n int, dir string) ([]*server.Server, error) {
+	var err error
+	for try := range clusterTries {
+		var servers []*server.Server
+		servers, err = startCluster(name, n, filepath.Join(dir, fmt.Sprint(try)))
+		if !errors.Is(err, ErrNotReady) {
+			return servers, err
+		}
+	}
+	return nil, err
+}
+
+// startCluster is one try of StartCluster.
+func startCluster(name string, n int, dir string) ([]*server.Server, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+	}
+	routes := make([]string, n)
+	for i, p := range ports {
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", p)
+	}
+	servers := make([]*server.Server, 0, n)
+	stopAll := func() {
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	}
+	for i := range n {
+		s, err := Start(Options{
+			Name:     fmt.Sprintf("%s%d", name, i+1),
+			StoreDir: filepath.Join(dir, fmt.Sprintf("%s%d", name, i+1)),
+			Cluster:  ClusterOptions{Name: name, Host: "127.0.0.1", Port: ports[i], Routes: routes},
+		})
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+		servers = append(servers, s)
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	give := time.After(clusterWithin)
+	for {
+		for _, s := range servers {
+			if s.JetStreamIsLeader() && len(s.JetStreamClusterPeers()) == n {
+				return servers, nil
+			}
+		}
+		select {
+		case <-t.C:
+		case <-give:
+			stopAll()
+			return nil, ErrNoMetaLeader
+		}
+	}
 }

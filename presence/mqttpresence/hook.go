@@ -1,5 +1,5 @@
 // Package mqttpresence records the presence of a mochi-mqtt broker's
-// clients (github.com/mochi-mqtt/server/v2) with package presence: a
+// clients (github.com/mochi-mqtt/server/v2) on a [presence.Node]: a
 // client is online from its established session, offline when it
 // disconnects, and a session taken over by a newer connection with the
 // same client id (here or at another broker of the fleet) is a move, not
@@ -10,8 +10,9 @@
 //
 //	_ = srv.AddHook(mqttpresence.New(node), nil)
 //
-// It changes nothing of the broker's own behaviour: its keep-alive (mochi's
-// or go-schedule's mqtt.KeepAlive) still disconnects a silent client and
+// It changes nothing of the broker's own behaviour: its keep-alive (mochi's,
+// on a socket deadline or the mqtt module's listener, or the mqtt module's
+// keep-alive hook) still disconnects a silent client and
 // publishes its will, and the hook records that as offline with reason
 // timeout. When the node ends a connection (a newer connection of the
 // client at another broker, or a lost lease), the hook stops the client.
@@ -36,7 +37,7 @@ const HookID = "go-schedule-presence"
 // Hook is a mochi hook that records client presence on a presence.Node.
 // Its client id is the device id: a client id that is not a valid device
 // id (empty, over 128 bytes, or with bytes outside 0x21-0x7E) is not
-// recorded, and Skipped counts it.
+// recorded, and [Hook.Skipped] counts it.
 type Hook struct {
 	mochi.HookBase
 	node  *presence.Node
@@ -60,9 +61,12 @@ func (h *Hook) Provides(b byte) bool {
 
 // OnSessionEstablished records the client online; it returns once the
 // engine holds the record, so while the engine is away the client's
-// packets wait (mochi runs the hook before the client's read loop). The connections are keyed by *Client, because
-// on a takeover the old connection's OnDisconnect comes after the new
-// one's OnSessionEstablished.
+// packets wait (mochi runs the hook before the client's read loop). A
+// client the node does not record (the node is closed, or a still newer
+// connection of the client won meanwhile) is stopped. The
+// connections are keyed by *Client, because on a takeover the old
+// connection's OnDisconnect comes after the new one's
+// OnSessionEstablished.
 func (h *Hook) OnSessionEstablished(cl *mochi.Client, _ packets.Packet) {
 	if !presence.ValidDeviceID(cl.ID) {
 		h.mu.Lock()

@@ -216,13 +216,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer t.Stop()
 		tick = t.C
 	}
-	var runErr error
 wait:
 	for {
 		select {
 		case <-ctx.Done():
 			break wait
-		case runErr = <-srv.Done():
+		case <-srv.Done():
 			break wait
 		case <-tick:
 			fmt.Fprintf(stdout, "idlegate: %v: %d open, %d accepted, %d closed for idleness\n",
@@ -231,11 +230,9 @@ wait:
 	}
 
 	g.stopping.Store(true)
-	if runErr == nil {
-		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		runErr = srv.Stop(stopCtx)
-		cancel()
-	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	runErr := srv.Stop(stopCtx) // at once if the engine stopped on its own
+	cancel()
 	report(stdout, g, s, time.Since(start))
 	if runErr != nil {
 		fmt.Fprintln(stderr, "idlegate: the engine stopped with an error:", runErr)

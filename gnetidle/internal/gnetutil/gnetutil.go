@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/panjf2000/gnet/v2"
+	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
 	"github.com/panjf2000/gnet/v2/pkg/logging"
 )
 
@@ -25,7 +26,8 @@ type Server struct {
 	// system chose when the one asked for was 0.
 	Addr string
 
-	done chan error // gnet.Run's result, once
+	done   chan struct{} // closed once gnet.Run has returned
+	runErr error         // gnet.Run's result, set before done is closed
 }
 
 // booting is the handler Serve runs: h, with OnBoot reporting the engine.
@@ -45,13 +47,15 @@ func (b *booting) OnBoot(e gnet.Engine) gnet.Action {
 // then on. It returns Run's error if the engine fails to start.
 func Serve(h gnet.EventHandler, addr string, opts ...gnet.Option) (*Server, error) {
 	booted := make(chan gnet.Engine, 1)
-	s := &Server{done: make(chan error, 1)}
+	s := &Server{done: make(chan struct{})}
 	go func() {
-		s.done <- gnet.Run(&booting{EventHandler: h, booted: booted}, "tcp://"+addr, opts...)
+		s.runErr = gnet.Run(&booting{EventHandler: h, booted: booted}, "tcp://"+addr, opts...)
+		close(s.done)
 	}()
 	select {
 	case s.Engine = <-booted:
-	case err := <-s.done:
+	case <-s.done:
+		err := s.runErr
 		if err == nil {
 			err = errors.New("gnet engine stopped while booting")
 		}
@@ -66,26 +70,44 @@ func Serve(h gnet.EventHandler, addr string, opts ...gnet.Option) (*Server, erro
 }
 
 // Stop stops the engine, which closes every connection (their OnClose
-// runs), and waits until gnet.Run has returned, or until ctx ends.
+// runs), and waits until gnet.Run has returned, or until ctx ends. It
+// returns Run's error, or ctx's. Stop is idempotent: once the engine has
+// stopped, on its own or through Stop, it returns Run's error at once.
 func (s *Server) Stop(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return s.runErr
+	default:
+	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.Engine.Stop(ctx) }()
-	var err error
 	select {
-	case err = <-s.done:
+	case <-s.done:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Engine.Stop returns once it sees the engine shut down.
-	if e := <-stopped; e != nil && err == nil && !errors.Is(e, context.Canceled) {
+	err := s.runErr
+	// Engine.Stop returns once it sees the engine shut down; a Stop that
+	// came second finds it shut down already.
+	if e := <-stopped; e != nil && err == nil && !errors.Is(e, context.Canceled) && !errors.Is(e, errorx.ErrEngineInShutdown) {
 		err = e
 	}
 	return err
 }
 
-// Done returns a channel that delivers gnet.Run's result once the engine
-// has stopped, on its own or through Stop.
-func (s *Server) Done() <-chan error { return s.done }
+// Done returns a channel that is closed once the engine has stopped, on
+// its own or through Stop; Err then returns gnet.Run's result.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Err returns gnet.Run's result once Done is closed, and nil before.
+func (s *Server) Err() error {
+	select {
+	case <-s.done:
+		return s.runErr
+	default:
+		return nil
+	}
+}
 
 // BoundAddr returns the address the engine's listener is bound to.
 func BoundAddr(e gnet.Engine) (string, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,35 +79,11 @@ func TestRestartedGatewayKeepsReconnectedDevicesAndLosesTheRest(t *testing.T) {
 // process and returns them once JetStream has a leader and three peers.
 func cluster(t *testing.T) []*server.Server {
 	t.Helper()
-	ports := make([]int, 3)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		require.NoError(t, ln.Close())
-	}
-	var routes []string
-	for _, p := range ports {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
-	}
-	servers := make([]*server.Server, 3)
-	for i := range servers {
-		s, err := embedded.Start(embedded.Options{
-			Name: fmt.Sprintf("s%d", i+1), StoreDir: t.TempDir(),
-			Cluster: embedded.ClusterOptions{Name: "presence", Host: "127.0.0.1", Port: ports[i], Routes: routes},
-		})
-		require.NoError(t, err)
-		servers[i] = s
+	servers, err := embedded.StartCluster("presence", 3, t.TempDir())
+	require.NoError(t, err)
+	for _, s := range servers {
 		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	}
-	require.Eventually(t, func() bool {
-		for _, s := range servers {
-			if s.JetStreamIsLeader() && len(s.JetStreamClusterPeers()) == 3 {
-				return true
-			}
-		}
-		return false
-	}, 20*time.Second, 50*time.Millisecond, "a JetStream leader with three peers")
 	return servers
 }
 

@@ -131,7 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return bad("unexpected arguments: %q", fs.Args())
 	case c.timeout <= 0:
 		return bad("-timeout is required and must be greater than 0")
-	case presence.ValidLease(c.lease) != nil:
+	case !presence.ValidLease(c.lease):
 		return bad("-lease %v: %v", c.lease, presence.ErrInvalidLease)
 	case c.replicas < 1 || c.replicas > 5:
 		return bad("-replicas %d: must be 1 to 5", c.replicas)

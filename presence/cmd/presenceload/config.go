@@ -25,7 +25,7 @@ func (c config) validate() error {
 		return errors.New("-gateways must be at least 2: one is killed, another records it")
 	case (c.devices+c.gateways-1)/c.gateways > perProcess:
 		return errors.New("more than 19,980 devices per gateway: this machine allows 20,000 open files per process")
-	case presence.ValidLease(c.lease) != nil:
+	case !presence.ValidLease(c.lease):
 		return presence.ErrInvalidLease
 	case c.timeout <= 0 || c.beat <= 0 || c.quiet <= 0 || c.reps < 1:
 		return errors.New("-timeout, -beat, -quiet and -reps must be positive")
