@@ -11,7 +11,7 @@ import (
 // The Prometheus text exposition of the run's scheduler and Monitor. This
 // module depends on ants only, so it cannot use client_golang; these are
 // the metric families the schedprom module's NewCollector and
-// NewMonitorCollector export with the default namespace, with the same
+// NewWatcherCollector (named "heartbeat_keys") export with the default namespace, with the same
 // names, help texts and types, written with the standard library. A test
 // in schedprom runs this program and checks its /metrics against the
 // collectors with client_golang's parser and linter.
