@@ -189,7 +189,7 @@ func TestCommandsRunJobsOnOneEmbeddedNode(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &added))
 	assert.Equal(t, "a b.*>é", added.Job)
 
-	_, _, code = jobctl(t, "", append(n, "add", "-key", "slow", "-in", "0s", "-payload", `{"sleep":"2s"}`)...)
+	_, _, code = jobctl(t, "", append(n, "add", "-key", "slow", "-in", "0s", "-payload", `{"sleep":"8s"}`)...)
 	require.Equal(t, 0, code)
 	_, stderr, code := jobctl(t, "", append(n, "add", "-key", "slow", "-in", "0s", "-unique")...)
 	assert.Equal(t, 3, code, stderr)
@@ -219,7 +219,7 @@ func TestCommandsRunJobsOnOneEmbeddedNode(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "line 201")
 	assert.JSONEq(t, `{"added":200}`, out)
-	eventually(t, 20*time.Second, func() bool { return len(byEvent("done", w)) == 202 }, "every job done")
+	eventually(t, 30*time.Second, func() bool { return len(byEvent("done", w)) == 202 }, "every job done")
 
 	for _, st := range byEvent("start", w) {
 		assert.GreaterOrEqual(t, st.At, st.Due, "%s starts on time", st.Job)
@@ -242,10 +242,12 @@ func TestRestartOnSameStoreFindsItsJobs(t *testing.T) {
 	n := []string{"-nats", w.url}
 	_, _, code := jobctl(t, "", append(n, "add", "-key", "running", "-in", "0s", "-payload", `{"sleep":"30s"}`)...)
 	require.Equal(t, 0, code)
+	var in strings.Builder
 	for i := range 20 {
-		_, _, code = jobctl(t, "", append(n, "add", "-key", fmt.Sprint("p", i), "-in", "3s")...)
-		require.Equal(t, 0, code)
+		fmt.Fprintf(&in, "{\"job\":\"p%d\",\"in\":\"5s\"}\n", i)
 	}
+	_, _, code = jobctl(t, in.String(), append(n, "load")...)
+	require.Equal(t, 0, code)
 	eventually(t, 10*time.Second, func() bool { return len(byEvent("start", w)) == 1 }, "the slow attempt starts")
 	require.NoError(t, w.cmd.Process.Kill())
 	<-w.done
