@@ -29,6 +29,12 @@ func startServer(t *testing.T) (*server.Server, string) {
 // waits for a JetStream meta leader with every peer current; it returns
 // the client URLs.
 func startCluster(t *testing.T) []string {
+	_, urls := startClusterServers(t)
+	return urls
+}
+
+// startClusterServers is startCluster that returns the servers too.
+func startClusterServers(t *testing.T) ([]*server.Server, []string) {
 	t.Helper()
 	ports := make([]int, 3)
 	for i := range ports {
@@ -67,7 +73,7 @@ func startCluster(t *testing.T) []string {
 		}
 		return false
 	}, 20*time.Second, 50*time.Millisecond, "a JetStream meta leader with three peers")
-	return urls
+	return servers, urls
 }
 
 func dial(t *testing.T, url string) *nats.Conn {
