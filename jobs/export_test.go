@@ -1,7 +1,5 @@
 package jobs
 
-import "context"
-
 // AttemptAt runs the attempt of job key recorded at revision rev, as a
 // fire of this worker's heap would.
 func (w *Worker) AttemptAt(key string, rev uint64) { w.attempt(kvKey(key), rev) }
@@ -21,5 +19,3 @@ func (w *Worker) Held() int {
 	}
 	return n
 }
-
-var _ = context.Background

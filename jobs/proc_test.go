@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -46,7 +45,6 @@ func startWorkerProc(t *testing.T, args ...string) *proc {
 	out, err := p.cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, p.cmd.Start())
-	urlSeen := make(chan struct{})
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(out)
@@ -54,7 +52,6 @@ func startWorkerProc(t *testing.T, args ...string) *proc {
 		for sc.Scan() {
 			if s, ok := strings.CutPrefix(sc.Text(), "nats on "); ok && first {
 				p.url = s
-				close(urlSeen)
 				first = false
 				continue
 			}
@@ -83,7 +80,6 @@ func startWorkerProc(t *testing.T, args ...string) *proc {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("jobworker %v: no ready line", args)
 	}
-	_ = urlSeen
 	return p
 }
 
@@ -316,5 +312,4 @@ func TestSIGTERMHandsPendingJobsAtOnce(t *testing.T) {
 		assert.Less(t, s.At-s.Due, int64(1000), "%s", s.Job)
 	}
 	assert.Len(t, byEvent("start", a, b), 100)
-	_ = io.Discard
 }

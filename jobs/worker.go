@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
@@ -257,7 +258,7 @@ func (w *Worker) noteLease(e jetstream.KeyValueEntry) {
 		return
 	}
 	var lv leaseValue
-	if err := jsonUnmarshal(e.Value(), &lv); err != nil {
+	if err := json.Unmarshal(e.Value(), &lv); err != nil {
 		delete(w.live, e.Key())
 		return
 	}
