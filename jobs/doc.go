@@ -25,6 +25,7 @@
 //     worker ("node"), its lease epoch ("epoch") and when the attempt
 //     started ("started"). A job done or cancelled has no record (a purge
 //     marker that expires after ten minutes).
+//
 //   - "jobs-Q-nodes" holds one lease per live worker, keyed by its node
 //     name, value {"epoch":"…"} or {"epoch":"…","draining":true}, with a
 //     per-key TTL of the worker's lease, refreshed every third of it by a
