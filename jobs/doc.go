@@ -14,7 +14,7 @@
 //   - "jobs-Q" holds one record per job, history 1. Its key is the job's
 //     partition (two hex digits, FNV-1a of the key modulo [Partitions]), a
 //     dot, and the job key escaped by presence.EncodeKey ("a b" in
-//     partition 0x1c is "1c.a_20b"). The value is a JSON header line, then
+//     partition 0x12 is "12.a_20b"). The value is a JSON header line, then
 //     the payload's bytes as given:
 //
 //     {"state":"pending","due":1795850796821,"attempt":1}
