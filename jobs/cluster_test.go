@@ -3,25 +3,14 @@ package jobs_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-schedule/schedule/jobs"
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// dialAll connects to every URL of a cluster, preferring the first.
-func dialAll(t *testing.T, urls []string) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	return nc
-}
 
 // rotate returns urls starting at the i-th.
 func rotate(urls []string, i int) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,13 +77,19 @@ func startClusterServers(t *testing.T) ([]*server.Server, []string) {
 	return servers, urls
 }
 
-func dial(t *testing.T, url string) *nats.Conn {
+// dialAll connects for the test to the first of urls that answers, in
+// their order, and reconnects to any of them for as long as the test runs.
+func dialAll(t *testing.T, urls []string) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	opts := []nats.Option{nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond), nats.Name(t.Name())}
+	nc, err := nats.Connect(strings.Join(urls, ","), opts...)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	return nc
 }
+
+// dial connects to url for the test.
+func dial(t *testing.T, url string) *nats.Conn { return dialAll(t, []string{url}) }
 
 func ctxOf(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)

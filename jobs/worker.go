@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	schedule "github.com/go-schedule/schedule"
@@ -194,6 +195,8 @@ type Worker struct {
 	stopOnce  sync.Once
 	stopErr   error
 	watchesMu sync.Mutex // held while partition watches start or stop
+
+	runs atomic.Uint64 // starts made, numbering each start's value
 
 	mu       sync.Mutex
 	stopping bool
@@ -681,7 +684,9 @@ func (w *Worker) attempt(k string, rev uint64) outcome {
 	}
 	// The start: compare-and-set from the revision this worker saw. A
 	// worker that lost the partition, or a second fire, fails here.
-	run := header{State: StateRunning, Due: h.Due, Attempt: h.Attempt, Node: w.cfg.Node, Epoch: w.currentEpoch(), Started: now.UnixMilli()}
+	// Run makes the value this start writes its own: a read that finds it
+	// tells this start's write from another start's by the same worker.
+	run := header{State: StateRunning, Due: h.Due, Attempt: h.Attempt, Node: w.cfg.Node, Epoch: w.currentEpoch(), Started: now.UnixMilli(), Run: w.runs.Add(1)}
 	rev2, o := w.cas(ctx, k, encodeRecord(run, payload), rev)
 	if o != outcomeApplied {
 		return o
