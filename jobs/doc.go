@@ -22,9 +22,10 @@
 //
 //     state is pending, running or dead; due (Unix ms) is the due time of
 //     the attempt due next or running; a running record also names the
-//     worker ("node"), its lease epoch ("epoch") and when the attempt
-//     started ("started") and which of its starts this is ("run"). A job done or cancelled has no record (a purge
-//     marker that expires after ten minutes).
+//     worker ("node"), its lease epoch ("epoch"), when the attempt
+//     started ("started") and a number unique to this start within the
+//     epoch ("run"). A job done or cancelled has no record (a purge marker
+//     that expires after ten minutes).
 //
 //   - "jobs-Q-nodes" holds one lease per live worker, keyed by its node
 //     name, value {"epoch":"…"} or {"epoch":"…","draining":true}, with a

@@ -650,7 +650,11 @@ func (w *Worker) attempt(k string, rev uint64) outcome {
 		return outcomeUnclear
 	}
 	if kve.Revision() != rev {
-		return outcomeMoved // the watch brings the newer record
+		// Moved on. The watch brings the newer record too, but a watch
+		// whose server died can stall for many seconds without an error:
+		// act on the record read here rather than wait for it.
+		w.apply(kve)
+		return outcomeMoved
 	}
 	h, payload, ok := decodeRecord(kve.Value())
 	if !ok {
