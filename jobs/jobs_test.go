@@ -358,3 +358,27 @@ func TestQuietFleetSendsNothingPerPendingJob(t *testing.T) {
 	quiet := measure()
 	assert.Less(t, quiet, int64(50), "2,000 pending jobs: %d messages in 3 s", quiet)
 }
+
+// TestBacklogStartsSoonAfterTheFirstWorker checks guarantee 7: 1,000 jobs
+// that came due while no worker ran all start within 5 s of the first
+// worker's ready.
+func TestBacklogStartsSoonAfterTheFirstWorker(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	l := c.NewLoader()
+	for i := range 1000 {
+		require.NoError(t, l.Add(ctxOf(t), fmt.Sprint("b", i), time.Now().Add(-time.Minute), nil))
+	}
+	_, err := l.Wait(ctxOf(t))
+	require.NoError(t, err)
+	var evs events
+	startWorker(t, url, "q", "w1", succeed, &evs, jobs.WorkerConfig{})
+	ready := time.Now()
+	eventually(t, 30*time.Second, func() bool { return evs.count(jobs.EventDone) == 1000 }, "the backlog drains")
+	for _, ev := range evs.all() {
+		if ev.Kind == jobs.EventStart {
+			assert.Less(t, ev.At.Sub(ready), 5*time.Second, "%s", ev.Key)
+		}
+	}
+	assert.Equal(t, 1000, evs.count(jobs.EventStart))
+}
