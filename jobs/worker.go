@@ -422,7 +422,10 @@ func (w *Worker) release(p int) {
 	}
 	_ = pw.w.Stop()
 	pw.cancel()
-	<-pw.done
+	// The watch's channel closes once the client has unsubscribed; with
+	// the engine unreachable that can wait for the connection's end, and
+	// letting go must not.
+	waitAtMost(pw.done, watchStopWait)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for k, e := range w.entries {
@@ -521,6 +524,19 @@ func (w *Worker) fire(id schedule.TaskID, arg any) {
 			w.scheduleLocked(e, time.Now().Add(retryUnclear))
 		}
 		w.mu.Unlock()
+	}
+}
+
+// watchStopWait bounds the wait for a stopped watch's goroutine.
+const watchStopWait = 2 * time.Second
+
+// waitAtMost waits until ch is closed or d has passed.
+func waitAtMost(ch <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
 	}
 }
 
@@ -790,14 +806,34 @@ func (w *Worker) stop(grace context.Context) error {
 	w.leaseMu.Unlock()
 
 	// No more watching: partitions first, then leases.
+	// All at once, with one bound on the wait for their goroutines.
 	w.watchesMu.Lock()
-	for p := range Partitions {
-		w.release(p)
+	w.mu.Lock()
+	held := w.held
+	w.held = [Partitions]*partWatch{}
+	w.mu.Unlock()
+	// Each Stop deletes its consumer with a request that waits up to the
+	// client's timeout when the engine is gone: stop them side by side.
+	for _, pw := range held {
+		if pw != nil {
+			go func() {
+				_ = pw.w.Stop()
+				pw.cancel()
+			}()
+		}
+	}
+	until := time.Now().Add(watchStopWait)
+	for _, pw := range held {
+		if pw != nil {
+			waitAtMost(pw.done, time.Until(until))
+		}
 	}
 	w.watchesMu.Unlock()
-	_ = w.nodesW.Stop()
-	w.nodesCancel()
-	<-w.nodesDone
+	go func() {
+		_ = w.nodesW.Stop()
+		w.nodesCancel()
+	}()
+	waitAtMost(w.nodesDone, watchStopWait)
 
 	ended := make(chan struct{})
 	go func() { w.attempts.Wait(); close(ended) }()
