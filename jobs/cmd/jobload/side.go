@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-schedule/schedule/bench/loadtest"
+)
+
+// The systems a run measures, as the report names them.
+const (
+	sysJobs  = "go-schedule jobs (NATS)"
+	sysAsynq = "asynq + Redis"
+)
+
+// runDir is the directory of a run's outputs: every child's raw standard
+// output (NAME.jsonl) and standard error (NAME.stderr), the engines'
+// stores, the built commands, and the report.
+type runDir struct{ dir string }
+
+// producer adds jobs to a fleet's engine, as a producer service would.
+type producer interface {
+	// add hands the job key, due at due, to the producer; want is the
+	// moment it was meant to be added by (zero when it does not matter),
+	// against which the producer's lag is measured.
+	add(key string, due, want time.Time) error
+	// flush makes sure the jobs handed so far are on their way.
+	flush() error
+	// close waits for every job to be added and returns how many were, and
+	// the producer's largest lag.
+	close() (added int, lag time.Duration, err error)
+}
+
+// fleet is one side of a phase: its engine, its workers, and what starts
+// a producer.
+type fleet struct {
+	eng     engine
+	workers []*process
+	// stopWorker stops worker i the orderly way.
+	stopWorker  func(i int)
+	newProducer func(ctx context.Context) (producer, error)
+}
+
+// cpu returns the CPU time the workers and the engine have used so far.
+func (f *fleet) cpu() time.Duration { return append(group{f.eng.proc()}, f.workers...).cpu() }
+
+// down stops the workers and then the engine.
+func (f *fleet) down() {
+	for i := range f.workers {
+		f.stopWorker(i)
+	}
+	f.eng.close()
+}
+
+// system starts fleets of one kind.
+type system interface {
+	name() string
+	// up starts an engine and n workers for phase, whose output goes to
+	// col, and waits until every worker is ready.
+	up(ctx context.Context, r *runDir, phase string, n int, col *collector) (*fleet, error)
+}
+
+// waitReady waits until n workers have said they are ready, or one exits.
+func waitReady(col *collector, ws []*process, n int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var exited error
+	ok := col.waitFor(deadline, func() bool {
+		for _, w := range ws {
+			select {
+			case <-w.done:
+				exited = fmt.Errorf("%s exited before it was ready: %v", w.name, w.err)
+				return true
+			default:
+			}
+		}
+		return col.readyCount() >= n
+	})
+	if exited != nil {
+		return exited
+	}
+	if !ok {
+		return fmt.Errorf("%d of %d workers ready within %v", col.readyCount(), n, within)
+	}
+	return nil
+}
+
+// jobsSystem is go-schedule's jobs: jobworker processes on a NATS engine,
+// and jobctl load as the producer, driven through their command contract.
+type jobsSystem struct {
+	jobworker, jobctl string
+	lease             time.Duration
+	pool              int // jobworker -workers
+	payload           string
+}
+
+func (s *jobsSystem) name() string { return sysJobs }
+
+func (s *jobsSystem) up(ctx context.Context, r *runDir, phase string, n int, col *collector) (*fleet, error) {
+	eng, err := startNATS(ctx, r, "jobs-"+phase+"-nats")
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{eng: eng}
+	f.stopWorker = func(i int) { f.workers[i].stop(15 * time.Second) }
+	for i := range n {
+		node := fmt.Sprintf("w%d", i)
+		w, err := startProcess(ctx, r.dir, "jobs-"+phase+"-"+node, s.jobworker,
+			[]string{"-nats", eng.url, "-node", node, "-queue", phase, "-lease", s.lease.String(),
+				"-workers", strconv.Itoa(s.pool), "-grace", "2s"}, nil, col.line)
+		if err != nil {
+			f.down()
+			return nil, err
+		}
+		f.workers = append(f.workers, w)
+	}
+	if err := waitReady(col, f.workers, n, 60*time.Second); err != nil {
+		f.down()
+		return nil, err
+	}
+	f.newProducer = func(ctx context.Context) (producer, error) {
+		return startJobctlLoad(ctx, r, s.jobctl, eng.url, phase, s.payload)
+	}
+	return f, nil
+}
+
+// jobctlLoad is a jobctl load process fed on its standard input.
+type jobctlLoad struct {
+	p       *process
+	w       *bufWriter
+	payload string
+	added   chan int
+	// oldest is the earliest want among the jobs written since the last
+	// flush; lag the largest lag seen at a flush.
+	oldest time.Time
+	lag    time.Duration
+	dir    string
+}
+
+// bufWriter is a buffered writer over a child's standard input.
+type bufWriter struct {
+	io.WriteCloser
+	buf []byte
+}
+
+func startJobctlLoad(ctx context.Context, r *runDir, jobctl, url, queue, payload string) (*jobctlLoad, error) {
+	l := &jobctlLoad{payload: payload, added: make(chan int, 1), dir: r.dir}
+	name := fmt.Sprintf("jobs-%s-jobctl-%d", queue, time.Now().UnixNano())
+	p, err := startProcess(ctx, r.dir, name, jobctl, []string{"-nats", url, "-queue", queue, "load"}, nil,
+		func(b []byte) {
+			var v struct {
+				Added *int `json:"added"`
+			}
+			if json.Unmarshal(b, &v) == nil && v.Added != nil {
+				l.added <- *v.Added
+			}
+		})
+	if err != nil {
+		return nil, err
+	}
+	l.p = p
+	l.w = &bufWriter{WriteCloser: p.stdin}
+	return l, nil
+}
+
+// loadLine is a line of jobctl load's input.
+type loadLine struct {
+	Job     string `json:"job"`
+	At      string `json:"at"`
+	Payload string `json:"payload,omitempty"`
+}
+
+// rfc3339Milli formats a due time to the millisecond, as -at takes it.
+const rfc3339Milli = "2006-01-02T15:04:05.000Z07:00"
+
+func (l *jobctlLoad) add(key string, due, want time.Time) error {
+	b, err := json.Marshal(loadLine{Job: key, At: due.UTC().Format(rfc3339Milli), Payload: l.payload})
+	if err != nil {
+		return err
+	}
+	l.w.buf = append(append(l.w.buf, b...), '\n')
+	if !want.IsZero() && l.oldest.IsZero() {
+		l.oldest = want
+	}
+	if len(l.w.buf) >= 1<<16 {
+		return l.flush()
+	}
+	return nil
+}
+
+func (l *jobctlLoad) flush() error {
+	if len(l.w.buf) > 0 {
+		if _, err := l.w.Write(l.w.buf); err != nil {
+			return fmt.Errorf("jobctl load: %w: %s", err, stderrTail(l.dir, l.p.name))
+		}
+		l.w.buf = l.w.buf[:0]
+	}
+	if !l.oldest.IsZero() {
+		l.lag = max(l.lag, time.Since(l.oldest))
+		l.oldest = time.Time{}
+	}
+	return nil
+}
+
+func (l *jobctlLoad) close() (int, time.Duration, error) {
+	err := l.flush()
+	l.w.Close()
+	<-l.p.done
+	if l.p.err != nil {
+		return 0, l.lag, fmt.Errorf("jobctl load: %v: %s", l.p.err, stderrTail(l.dir, l.p.name))
+	}
+	select {
+	case n := <-l.added:
+		return n, l.lag, err
+	default:
+		return 0, l.lag, errors.Join(err, errors.New("jobctl load printed no {\"added\":N}"))
+	}
+}
+
+// asynqSystem is asynq workers (this program started again with -role
+// asynq-worker) on a redis-server, and an asynq.Client as the producer.
+type asynqSystem struct {
+	redisBin string
+	opts     asynqOptions
+	payload  int
+}
+
+func (s *asynqSystem) name() string { return sysAsynq }
+
+func (s *asynqSystem) up(ctx context.Context, r *runDir, phase string, n int, col *collector) (*fleet, error) {
+	eng, err := startRedis(ctx, r, "asynq-"+phase+"-redis", s.redisBin)
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		eng.close()
+		return nil, err
+	}
+	f := &fleet{eng: eng}
+	f.stopWorker = func(i int) {
+		w := f.workers[i]
+		w.stdin.Close()
+		select {
+		case <-w.done:
+		case <-time.After(15 * time.Second):
+			w.kill()
+		}
+	}
+	for i := range n {
+		wf := asynqWorkerFlags{redis: eng.addr, node: fmt.Sprintf("w%d", i), opts: s.opts}
+		w, err := startProcess(ctx, r.dir, "asynq-"+phase+"-"+wf.node, self, wf.args(),
+			[]string{loadtest.ChildEnv + "=1"}, col.line)
+		if err != nil {
+			f.down()
+			return nil, err
+		}
+		f.workers = append(f.workers, w)
+	}
+	if err := waitReady(col, f.workers, n, 60*time.Second); err != nil {
+		f.down()
+		return nil, err
+	}
+	f.newProducer = func(context.Context) (producer, error) { return newAsynqProducer(eng.addr, s.payload), nil }
+	return f, nil
+}
+
+// buildJobs builds jobworker and jobctl from the jobs module in dir into
+// bin, and returns their paths.
+func buildJobs(ctx context.Context, dir, bin string) (jobworker, jobctl string, err error) {
+	for _, c := range []string{"jobworker", "jobctl"} {
+		if _, err := os.Stat(filepath.Join(dir, "cmd", c)); err != nil {
+			return "", "", fmt.Errorf("no cmd/%s in the jobs module at %s", c, dir)
+		}
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, c), "./cmd/"+c)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("go build ./cmd/%s in %s: %v\n%s", c, dir, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return filepath.Join(bin, "jobworker"), filepath.Join(bin, "jobctl"), nil
+}
+
+// killWorker ends worker i of f with SIGKILL.
+func killWorker(f *fleet, i int) { f.workers[i].signal(syscall.SIGKILL) }
