@@ -168,7 +168,7 @@ func (ph *phaser) run(ctx context.Context, phase string) error {
 // producer takes them, and returns the time it took.
 func (ph *phaser) bulk(ctx context.Context, f *fleet, prefix string, from, to int, due func(i int) time.Time) (time.Duration, error) {
 	start := time.Now()
-	p, err := f.newProducer(ctx)
+	p, err := f.newProducer(ctx, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -192,6 +192,10 @@ func (ph *phaser) bulk(ctx context.Context, f *fleet, prefix string, from, to in
 	}
 	return time.Since(start), nil
 }
+
+// maxBatchEvery is the longest a stream's producer holds the jobs it is
+// handed before it sends them (a quarter of -lead, at most this).
+const maxBatchEvery = 500 * time.Millisecond
 
 // key names job i of a phase.
 func key(prefix string, i int) string { return fmt.Sprintf("%s-%07d", prefix, i) }
@@ -284,7 +288,7 @@ func (ph *phaser) stream(ctx context.Context, f *fleet, col *collector, prefix s
 	n := int(int64(rate) * int64(d) / int64(time.Second))
 	s := streamResult{Rate: rate, Lead: c.Lead}
 	spacing := time.Second / time.Duration(rate)
-	p, err := f.newProducer(ctx)
+	p, err := f.newProducer(ctx, min(c.Lead/4, maxBatchEvery))
 	if err != nil {
 		return s, err
 	}

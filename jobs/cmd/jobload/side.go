@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,8 +48,11 @@ type fleet struct {
 	eng     engine
 	workers []*process
 	// stopWorker stops worker i the orderly way.
-	stopWorker  func(i int)
-	newProducer func(ctx context.Context) (producer, error)
+	stopWorker func(i int)
+	// newProducer starts a producer. every is how often a stream's
+	// producer sends what it has been handed (see jobsStream), 0 for a
+	// bulk load sent as fast as it goes.
+	newProducer func(ctx context.Context, every time.Duration) (producer, error)
 }
 
 // cpu returns the CPU time the workers and the engine have used so far.
@@ -127,8 +131,12 @@ func (s *jobsSystem) up(ctx context.Context, r *runDir, phase string, n int, col
 		f.down()
 		return nil, err
 	}
-	f.newProducer = func(ctx context.Context) (producer, error) {
-		return startJobctlLoad(ctx, r, s.jobctl, eng.url, phase, s.payload)
+	f.newProducer = func(ctx context.Context, every time.Duration) (producer, error) {
+		start := func() (*jobctlLoad, error) { return startJobctlLoad(ctx, r, s.jobctl, eng.url, phase, s.payload) }
+		if every == 0 {
+			return start()
+		}
+		return &jobsStream{start: start, every: every, sem: make(chan struct{}, streamBatches)}, nil
 	}
 	return f, nil
 }
@@ -139,10 +147,9 @@ type jobctlLoad struct {
 	w       *bufWriter
 	payload string
 	added   chan int
-	// oldest is the earliest want among the jobs written since the last
-	// flush; lag the largest lag seen at a flush.
+	// oldest is the earliest want among the jobs it was handed, against
+	// which its lag is measured when it ends.
 	oldest time.Time
-	lag    time.Duration
 	dir    string
 }
 
@@ -204,10 +211,6 @@ func (l *jobctlLoad) flush() error {
 		}
 		l.w.buf = l.w.buf[:0]
 	}
-	if !l.oldest.IsZero() {
-		l.lag = max(l.lag, time.Since(l.oldest))
-		l.oldest = time.Time{}
-	}
 	return nil
 }
 
@@ -215,15 +218,84 @@ func (l *jobctlLoad) close() (int, time.Duration, error) {
 	err := l.flush()
 	l.w.Close()
 	<-l.p.done
+	var lag time.Duration
+	if !l.oldest.IsZero() {
+		lag = time.Since(l.oldest)
+	}
 	if l.p.err != nil {
-		return 0, l.lag, fmt.Errorf("jobctl load: %v: %s", l.p.err, stderrTail(l.dir, l.p.name))
+		return 0, lag, fmt.Errorf("jobctl load: %v: %s", l.p.err, stderrTail(l.dir, l.p.name))
 	}
 	select {
 	case n := <-l.added:
-		return n, l.lag, err
+		return n, lag, err
 	default:
-		return 0, l.lag, errors.Join(err, errors.New("jobctl load printed no {\"added\":N}"))
+		return 0, lag, errors.Join(err, errors.New("jobctl load printed no {\"added\":N}"))
 	}
+}
+
+// streamBatches is how many jobctl load processes a stream runs at once.
+const streamBatches = 4
+
+// jobsStream is a stream's producer on the go-schedule side: jobctl load
+// reads the whole of its standard input before it adds anything, so a
+// stream hands each batch of jobs (those handed over one period, every)
+// to a jobctl load process of its own, up to streamBatches at once. A
+// job's lag is from the moment it was meant to be added to the end of its
+// batch's process, whose adds are then acknowledged.
+type jobsStream struct {
+	start func() (*jobctlLoad, error)
+	every time.Duration
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	cur   *jobctlLoad
+	since time.Time // when cur was started
+
+	mu    sync.Mutex
+	added int
+	lag   time.Duration
+	err   error
+}
+
+func (s *jobsStream) add(key string, due, want time.Time) error {
+	if s.cur == nil {
+		s.sem <- struct{}{}
+		l, err := s.start()
+		if err != nil {
+			<-s.sem
+			return err
+		}
+		s.cur, s.since = l, time.Now()
+	}
+	return s.cur.add(key, due, want)
+}
+
+func (s *jobsStream) flush() error {
+	if s.cur == nil || time.Since(s.since) < s.every {
+		return nil
+	}
+	l := s.cur
+	s.cur = nil
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.sem }()
+		n, lag, err := l.close()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.added += n
+		s.lag = max(s.lag, lag)
+		s.err = errors.Join(s.err, err)
+	}()
+	return nil
+}
+
+func (s *jobsStream) close() (int, time.Duration, error) {
+	s.since = time.Time{}
+	err := s.flush()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.added, s.lag, errors.Join(err, s.err)
 }
 
 // asynqSystem is asynq workers (this program started again with -role
@@ -270,7 +342,9 @@ func (s *asynqSystem) up(ctx context.Context, r *runDir, phase string, n int, co
 		f.down()
 		return nil, err
 	}
-	f.newProducer = func(context.Context) (producer, error) { return newAsynqProducer(eng.addr, s.payload), nil }
+	f.newProducer = func(context.Context, time.Duration) (producer, error) {
+		return newAsynqProducer(eng.addr, s.payload), nil
+	}
 	return f, nil
 }
 
