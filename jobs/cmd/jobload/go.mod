@@ -13,6 +13,7 @@ require (
 	github.com/go-schedule/schedule/bench v0.1.0
 	github.com/hibiken/asynq v0.26.0
 	github.com/nats-io/nats-server/v2 v2.15.2
+	github.com/redis/go-redis/v9 v9.14.1
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
@@ -28,7 +29,6 @@ require (
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
-	github.com/redis/go-redis/v9 v9.14.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/spf13/cast v1.10.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect

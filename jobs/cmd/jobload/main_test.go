@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-schedule/schedule/bench/loadtest"
+)
+
+// TestMain runs the command's code as a child (the NATS engine or an
+// asynq worker) when the run under test starts this test binary again;
+// otherwise it runs the tests, and fails if one leaves a goroutine behind.
+func TestMain(m *testing.M) {
+	loadtest.RunIfChild(run)
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
+
+// jobsModule is the jobs module, where the run builds jobworker and
+// jobctl: the default of -jobs.
+var jobsModule = filepath.Join("..", "..")
+
+// TestTinyLoadOnTheNATSSide runs every phase on the go-schedule side only,
+// with real jobworker and jobctl processes on a NATS engine, at a size of
+// a few seconds a phase: the run must get to its verdict, and the table
+// must show every row with the jobs it expects. The verdict itself is not
+// asserted, since lateness on a shared machine is not a unit test's to
+// judge; no job may be lost, which is not a matter of timing.
+func TestTinyLoadOnTheNATSSide(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(jobsModule, "cmd", "jobworker")); err != nil {
+		t.Skipf("the jobs module has no cmd/jobworker yet at %s: the load has nothing to drive", jobsModule)
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-small", "-systems", "jobs", "-out", out, "-scale", "2000", "-quiet", "1s",
+		"-rate", "300", "-stream", "2s", "-kill-jobs", "600", "-kill-span", "3s", "-ceiling", "300", "-step", "1s"},
+		nil, &stdout, &stderr)
+	t.Logf("report:\n%s", stdout.String())
+	require.NotContains(t, stderr.String(), "the run failed", "standard error:\n%s", stderr.String())
+	require.Contains(t, []int{loadtest.ExitPass, loadtest.ExitFail}, code)
+
+	report := stdout.String()
+	for _, row := range []string{"scale: jobs pending", "scale: add rate", "scale: worker memory (RSS) per pending job",
+		"scale: engine store per pending job", "quiet: engine msgs per pending job", "stream: lateness p99",
+		"stream: CPU per job, workers + engine", "stream: engine msgs per job", "kill: last late job started",
+		"kill: jobs lost", "kill: attempts started twice", "ceiling: highest rate"} {
+		assert.Contains(t, report, row)
+	}
+	assert.Contains(t, report, "600 / 600", "every streamed job started (300 a second for 2 s)")
+	assert.Contains(t, report, "target  stream: jobs lost                                          0  ok")
+	assert.Contains(t, report, "target  kill: jobs lost                                            0  ok")
+	assert.Contains(t, report, out, "the report names its directory")
+
+	last := strings.TrimSpace(stderr.String())
+	last = last[strings.LastIndexByte(last, '\n')+1:]
+	assert.Regexp(t, `^jobload: (PASS|FAIL): `, last, "the verdict is the last line of standard error")
+	assert.Contains(t, stderr.String(), "[jobload] go-schedule jobs (NATS): stream:", "progress on standard error")
+
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	require.NoError(t, err)
+	var results []result
+	require.NoError(t, json.Unmarshal(b, &results))
+	require.Len(t, results, 1)
+	assert.Equal(t, 2000, results[0].ScaleN)
+	assert.Zero(t, results[0].Kill.Lost)
+
+	raw, err := filepath.Glob(filepath.Join(out, "jobs-stream-w*.jsonl"))
+	require.NoError(t, err)
+	assert.Len(t, raw, 3, "each worker's raw output is kept")
+}
+
+// TestCollectorCountsLostTwiceAndLateness feeds a collector the lines of
+// three jobs: one started on time, one started twice with the same
+// attempt and 5 ms early, one never.
+func TestCollectorCountsLostTwiceAndLateness(t *testing.T) {
+	c := newCollector()
+	for _, l := range []string{
+		`nats on nats://127.0.0.1:4222`,
+		`{"event":"ready","node":"w0"}`,
+		`{"event":"start","job":"j-0000000","attempt":1,"due":1000,"at":1003,"node":"w0"}`,
+		`{"event":"done","job":"j-0000000","attempt":1,"at":1004,"node":"w0"}`,
+		`{"event":"start","job":"j-0000001","attempt":1,"due":2000,"at":1995,"node":"w0"}`,
+		`{"event":"start","job":"j-0000001","attempt":1,"due":2000,"at":9000,"node":"w1"}`,
+	} {
+		c.line([]byte(l))
+	}
+	o := c.outcome(3, func(i int) string { return key("j", i) })
+	assert.Equal(t, outcome{Expected: 3, Started: 2, Lost: 1, Twice: 1, Early: 1, Lateness: []int64{-5000, 3000}}, o)
+	assert.Equal(t, 1, c.readyCount())
+	assert.Equal(t, 1, c.ends["done"])
+}
+
+func TestLastLateStartIsTheLatestFirstStartPastTheThreshold(t *testing.T) {
+	c := newCollector()
+	c.add(event{Event: "start", Job: "k-0000000", Attempt: 1, Due: 1000, At: 1500})
+	c.add(event{Event: "start", Job: "k-0000001", Attempt: 1, Due: 1000, At: 4000})
+	c.add(event{Event: "start", Job: "k-0000002", Attempt: 1, Due: 1000, At: 3000})
+	c.add(event{Event: "start", Job: "k-0000003", Attempt: 1, Due: 9000, At: 9100})
+	last, ok := c.lastLateStart(4, func(i int) string { return key("k", i) }, time.Second)
+	require.True(t, ok)
+	assert.Equal(t, int64(4000), last)
+
+	_, ok = c.lastLateStart(1, func(i int) string { return key("k", i) }, time.Second)
+	assert.False(t, ok, "a start 500 ms late is not late")
+}
+
+func TestProcReadsThisProcess(t *testing.T) {
+	assert.Positive(t, procRSS(os.Getpid()))
+	assert.GreaterOrEqual(t, procCPU(os.Getpid()), time.Duration(0))
+	assert.Zero(t, procRSS(-1), "no such process")
+}
+
+func TestDirSizeSumsTheFiles(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "a"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x"), make([]byte, 100), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", "y"), make([]byte, 23), 0o644))
+	assert.Equal(t, int64(123), dirSize(dir))
+	assert.Zero(t, dirSize(filepath.Join(dir, "missing")))
+}
+
+func TestSmallSetsTheSizesNotGiven(t *testing.T) {
+	c, err := parseFlags([]string{"-small", "-rate", "700"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, 700, c.Rate, "a size given wins")
+	assert.Equal(t, 5000, c.Scale)
+	assert.Equal(t, []int{500, 1000}, c.Ceiling)
+	assert.Equal(t, time.Second, c.Lease)
+
+	c, err = parseFlags(nil, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, 1_000_000, c.Scale, "the issue's sizes by default")
+	assert.Equal(t, 10_000, c.Rate)
+	assert.Equal(t, 100_000, c.KillJobs)
+}
+
+func TestBadFlagsAreRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"-systems", "river"}, {"-phases", "scale,scale"}, {"-ceiling", "20,10"}, {"-lease", "1500ms"},
+		{"-workers", "1"}, {"-rate", "0"}, {"-quiet", "0s"}, {"extra"},
+	} {
+		var stderr bytes.Buffer
+		code := run(t.Context(), args, nil, &bytes.Buffer{}, &stderr)
+		assert.Equal(t, loadtest.ExitUsage, code, "%q", args)
+		assert.Contains(t, stderr.String(), "jobload: ", "%q", args)
+	}
+}
+
+// judged returns a report whose every target is met, with asynq beside.
+func judged() *report {
+	c, _ := parseFlags(nil, &bytes.Buffer{})
+	jobs := &result{System: sysJobs, scaleMeasured: true, ScaleN: 1_000_000, WorkerPerJob: 200, QuietPerJob: 0,
+		streamMeasured: true, Stream: streamResult{Rate: 10_000, outcome: outcome{Expected: 100, Started: 100,
+			Lateness: []int64{1000, 2000}}, CPU: 10 * time.Millisecond},
+		killMeasured: true, KillLate: true, KillTakeover: 3 * time.Second}
+	peer := &result{System: sysAsynq, streamMeasured: true, Stream: streamResult{Rate: 10_000,
+		outcome: outcome{Expected: 100, Started: 100}, CPU: 20 * time.Millisecond}}
+	return &report{cfg: c, dir: "out", results: []*result{jobs, peer}}
+}
+
+func TestEveryTargetMetPasses(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	r := judged()
+	r.dir = t.TempDir()
+	assert.Equal(t, loadtest.ExitPass, r.write(&stdout, &stderr))
+	assert.Contains(t, stderr.String(), "jobload: PASS")
+	assert.NotContains(t, stdout.String(), "WRONG")
+}
+
+func TestEachMissedTargetFailsTheRun(t *testing.T) {
+	for name, spoil := range map[string]func(j, p *result){
+		"late": func(j, _ *result) {
+			j.Stream.Lateness = append(slices.Repeat([]int64{1000}, 98), 11_000, 11_000) // p99 is the 99th
+		},
+		"lost":         func(j, _ *result) { j.Stream.Lost = 1 },
+		"twice":        func(j, _ *result) { j.Stream.Twice = 1 },
+		"cpu":          func(_, p *result) { p.Stream.CPU = 5 * time.Millisecond },
+		"memory":       func(j, _ *result) { j.WorkerPerJob = 301 },
+		"quiet":        func(j, _ *result) { j.QuietPerJob = 0.002 },
+		"kill lost":    func(j, _ *result) { j.Kill.Lost = 1 },
+		"kill so late": func(j, _ *result) { j.KillTakeover = 16 * time.Second },
+	} {
+		r := judged()
+		r.dir = t.TempDir()
+		spoil(r.results[0], r.results[1])
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, loadtest.ExitFail, r.write(&stdout, &stderr), name)
+		assert.Contains(t, stderr.String(), "jobload: FAIL: ", name)
+		assert.Contains(t, stdout.String(), "WRONG", name)
+	}
+}
+
+func TestMemoryIsNotJudgedAtASmallScale(t *testing.T) {
+	r := judged()
+	r.results[0].ScaleN, r.results[0].WorkerPerJob = 5000, 2000
+	for _, ch := range r.checks() {
+		assert.NotContains(t, ch.Name, "worker memory")
+	}
+}
