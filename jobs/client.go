@@ -1,0 +1,314 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultQueue is the queue of a Config that names none.
+const DefaultQueue = "default"
+
+// markerTTL is how long the marker a finished or cancelled job leaves
+// behind is kept: long enough for every live watcher to see it, short
+// enough that done jobs do not pile up in the store.
+const markerTTL = 10 * time.Minute
+
+// createTry bounds each try to find or create a bucket. Clients that
+// create the same replicated bucket at once on a fresh cluster can wait
+// seconds for an answer about a stream still being created; short tries,
+// repeated, converge sooner than one long wait.
+const createTry = 2 * time.Second
+
+var (
+	// ErrExists is returned by AddUnique when the key is pending or
+	// running.
+	ErrExists = errors.New("jobs: the job is pending or running")
+	// ErrInvalidReplicas is returned for replicas outside 1..5.
+	ErrInvalidReplicas = errors.New("jobs: replicas are 1 to 5")
+)
+
+// Config names a queue and how its buckets are made.
+type Config struct {
+	// Queue is the queue's name, [A-Za-z0-9_-]{1,64}; empty means
+	// DefaultQueue. Clients and workers of different queues never see each
+	// other's jobs.
+	Queue string
+	// Replicas is the replica count of the buckets Open creates when they
+	// are missing, 1 to 5; 0 means 1. Existing buckets are left as they are.
+	Replicas int
+}
+
+// Client adds, replaces, cancels and looks up jobs of one queue; it runs no
+// job. Its methods are safe for concurrent use.
+type Client struct {
+	queue string
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	jobs  jetstream.KeyValue // "jobs-<queue>": one record per job
+	nodes jetstream.KeyValue // "jobs-<queue>-nodes": one lease per live worker
+}
+
+// Open returns a Client of cfg's queue on nc, creating the queue's buckets
+// if they are missing. It returns ErrInvalidName or ErrInvalidReplicas for
+// a bad cfg, and the engine's error if the buckets cannot be found or made
+// before ctx ends.
+func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Client, error) {
+	if cfg.Queue == "" {
+		cfg.Queue = DefaultQueue
+	}
+	if !ValidName(cfg.Queue) {
+		return nil, ErrInvalidName
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Replicas < 1 || cfg.Replicas > 5 {
+		return nil, ErrInvalidReplicas
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{queue: cfg.Queue, nc: nc, js: js}
+	// Both buckets allow per-message TTLs: leases expire by TTL, and the
+	// marker of a finished job by PurgeTTL.
+	c.jobs, err = bucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket: "jobs-" + cfg.Queue, History: 1, Replicas: cfg.Replicas, LimitMarkerTTL: markerTTL,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: bucket jobs-%s: %w", cfg.Queue, err)
+	}
+	c.nodes, err = bucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket: "jobs-" + cfg.Queue + "-nodes", History: 1, Replicas: cfg.Replicas, LimitMarkerTTL: time.Hour,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: bucket jobs-%s-nodes: %w", cfg.Queue, err)
+	}
+	return c, nil
+}
+
+// bucket binds the bucket cfg names, creating it if it is missing, in
+// short tries until ctx ends.
+func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	for {
+		kv, err := bucketTry(ctx, js, cfg)
+		if err == nil || ctx.Err() != nil {
+			return kv, err
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrBucketExists) &&
+			!errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled) &&
+			!errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			var apiErr *jetstream.APIError
+			if !errors.As(err, &apiErr) {
+				return nil, err
+			}
+		}
+		// The stream is being created elsewhere or the cluster is not
+		// ready yet: try again, after a pause that ends with ctx.
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func bucketTry(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	c, cancel := context.WithTimeout(ctx, createTry)
+	defer cancel()
+	kv, err := js.KeyValue(c, cfg.Bucket)
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return kv, err
+	}
+	return js.CreateKeyValue(c, cfg)
+}
+
+// Queue returns the client's queue.
+func (c *Client) Queue() string { return c.queue }
+
+// Info is what Get tells about a job.
+type Info struct {
+	Key   string
+	State State
+	// Due is the due time of the attempt due next (pending) or running;
+	// zero for a dead or unknown job.
+	Due time.Time
+	// Attempt is the attempt due next (pending), running, or the last one
+	// (dead); 0 for an unknown job.
+	Attempt int
+	// Revision is the record's revision in the engine; 0 for an unknown job.
+	Revision uint64
+}
+
+func check(key string, payload []byte) error {
+	if !ValidKey(key) {
+		return ErrInvalidKey
+	}
+	if len(payload) > MaxPayload {
+		return ErrPayloadTooLarge
+	}
+	return nil
+}
+
+// pendingValue is the record of a job just added.
+func pendingValue(due time.Time, payload []byte) []byte {
+	return encodeRecord(header{State: StatePending, Due: due.UnixMilli(), Attempt: 1}, payload)
+}
+
+// Add schedules job key at due (truncated to the millisecond) with
+// payload, replacing any job key, even one whose attempt is running: the
+// replacement starts again at attempt 1, and the running attempt's end
+// records nothing. A due time now or past makes the job due at once. It
+// returns ErrInvalidKey or ErrPayloadTooLarge for bad input.
+func (c *Client) Add(ctx context.Context, key string, due time.Time, payload []byte) error {
+	if err := check(key, payload); err != nil {
+		return err
+	}
+	_, err := c.jobs.Put(ctx, kvKey(key), pendingValue(due, payload))
+	return err
+}
+
+// AddUnique is Add that leaves a pending or running job key alone and
+// returns ErrExists for it; a dead job key is replaced.
+func (c *Client) AddUnique(ctx context.Context, key string, due time.Time, payload []byte) error {
+	if err := check(key, payload); err != nil {
+		return err
+	}
+	k, v := kvKey(key), pendingValue(due, payload)
+	for {
+		_, err := c.jobs.Create(ctx, k, v)
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		e, err := c.jobs.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // gone meanwhile: create it
+		}
+		if err != nil {
+			return err
+		}
+		h, _, ok := decodeRecord(e.Value())
+		if ok && h.State != StateDead {
+			return ErrExists
+		}
+		_, err = c.jobs.Update(ctx, k, v, e.Revision())
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		// The record moved meanwhile: look again.
+	}
+}
+
+// Cancel removes job key whatever its state and reports whether it
+// existed (pending, running or dead). No attempt of key starts afterwards
+// until it is added again; an attempt already running runs to its end,
+// which records nothing (its worker reports it superseded).
+func (c *Client) Cancel(ctx context.Context, key string) (bool, error) {
+	if !ValidKey(key) {
+		return false, ErrInvalidKey
+	}
+	k := kvKey(key)
+	_, err := c.jobs.Get(ctx, k)
+	existed := err == nil
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, err
+	}
+	if !existed {
+		return false, nil
+	}
+	return true, c.jobs.Purge(ctx, k, jetstream.PurgeTTL(markerTTL))
+}
+
+// Get returns what the engine holds about job key. A job never added,
+// done, or cancelled is StateUnknown.
+func (c *Client) Get(ctx context.Context, key string) (Info, error) {
+	if !ValidKey(key) {
+		return Info{}, ErrInvalidKey
+	}
+	e, err := c.jobs.Get(ctx, kvKey(key))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Info{Key: key, State: StateUnknown}, nil
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	h, _, ok := decodeRecord(e.Value())
+	if !ok {
+		return Info{Key: key, State: StateUnknown}, nil
+	}
+	in := Info{Key: key, State: h.State, Attempt: h.Attempt, Revision: e.Revision()}
+	if h.State != StateDead {
+		in.Due = time.UnixMilli(h.Due)
+	}
+	return in, nil
+}
+
+// Loader adds jobs as Add does, many in flight at once: each Add publishes
+// without waiting for the engine's answer, and Wait waits for them all. A
+// Loader is for one goroutine.
+type Loader struct {
+	c      *Client
+	prefix string
+	futs   []jetstream.PubAckFuture
+	failed int
+	err    error
+}
+
+// maxInFlight bounds the adds a Loader has in flight before it waits for
+// the oldest answers.
+const maxInFlight = 4096
+
+// NewLoader returns a Loader of the client's queue.
+func (c *Client) NewLoader() *Loader {
+	return &Loader{c: c, prefix: "$KV." + c.jobs.Bucket() + "."}
+}
+
+// Add publishes job key, as Client.Add would write it. It returns
+// ErrInvalidKey or ErrPayloadTooLarge for bad input (nothing is sent), or
+// an error of the publish itself.
+func (l *Loader) Add(ctx context.Context, key string, due time.Time, payload []byte) error {
+	if err := check(key, payload); err != nil {
+		return err
+	}
+	if len(l.futs) >= maxInFlight {
+		l.settle(ctx, len(l.futs)/2)
+	}
+	f, err := l.c.js.PublishAsync(l.prefix+kvKey(key), pendingValue(due, payload))
+	if err != nil {
+		return err
+	}
+	l.futs = append(l.futs, f)
+	return nil
+}
+
+// settle waits for the first n answers.
+func (l *Loader) settle(ctx context.Context, n int) {
+	for _, f := range l.futs[:n] {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			l.failed++
+			if l.err == nil {
+				l.err = err
+			}
+		case <-ctx.Done():
+			l.failed++
+			if l.err == nil {
+				l.err = ctx.Err()
+			}
+		}
+	}
+	l.futs = append(l.futs[:0], l.futs[n:]...)
+}
+
+// Wait waits for the answer to every Add and returns how many failed and
+// the first failure.
+func (l *Loader) Wait(ctx context.Context) (failed int, err error) {
+	l.settle(ctx, len(l.futs))
+	return l.failed, l.err
+}

@@ -1,0 +1,159 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// newEpoch returns a fresh random lease epoch: it tells one life of a
+// worker from the next under the same node name.
+func newEpoch() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// register writes the worker's lease with a fresh epoch. A lease left
+// under the same node name by an earlier life (a killed process restarted
+// before its lease ran out) is taken over at its revision: that life's
+// running attempts then belong to no live epoch and start again.
+func (w *Worker) register(ctx context.Context) error {
+	w.epoch = newEpoch()
+	val, _ := json.Marshal(leaseValue{Epoch: w.epoch})
+	for {
+		rev, err := w.c.nodes.Create(ctx, w.cfg.Node, val, jetstream.KeyTTL(w.cfg.Lease))
+		if err == nil {
+			w.leaseRev = rev
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		e, err := w.c.nodes.Get(ctx, w.cfg.Node)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		rev, err = w.writeLease(ctx, val, e.Revision())
+		if err == nil {
+			w.leaseRev = rev
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// writeLease writes the lease with the worker's TTL if its last revision
+// is still rev, and returns the new revision.
+func (w *Worker) writeLease(ctx context.Context, val []byte, rev uint64) (uint64, error) {
+	m := nats.NewMsg("$KV." + w.c.nodes.Bucket() + "." + w.cfg.Node)
+	m.Data = val
+	ack, err := w.c.js.PublishMsg(ctx, m, jetstream.WithMsgTTL(w.cfg.Lease), jetstream.WithExpectLastSequencePerSubject(rev))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// refresh extends the lease, with draining as given, and reports whether
+// the worker still holds it. An answer lost on the way (or refused while
+// an earlier write is applied) is told from a lost lease by reading it.
+func (w *Worker) refresh(ctx context.Context, draining bool) bool {
+	val, _ := json.Marshal(leaseValue{Epoch: w.epoch, Draining: draining})
+	for try := 0; try < 3; try++ {
+		rev, err := w.writeLease(ctx, val, w.leaseRev)
+		if err == nil {
+			w.leaseRev = rev
+			return true
+		}
+		e, gerr := w.c.nodes.Get(ctx, w.cfg.Node)
+		if gerr != nil {
+			if errors.Is(gerr, jetstream.ErrKeyNotFound) {
+				return false
+			}
+			continue
+		}
+		var lv leaseValue
+		if json.Unmarshal(e.Value(), &lv) != nil || lv.Epoch != w.epoch {
+			return false
+		}
+		if e.Revision() != w.leaseRev {
+			w.leaseRev = e.Revision() // our write landed; its answer did not
+			if lv.Draining == draining {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// leaseLoop refreshes the lease every third of it until the worker stops.
+// A lease lost (expired while the engine or this process stalled) is
+// registered again under a new epoch: the attempts it had running may
+// meanwhile have started elsewhere, and their ends here then find their
+// records moved and record nothing.
+func (w *Worker) leaseLoop() {
+	defer close(w.leaseDone)
+	t := time.NewTicker(w.cfg.Lease / 3)
+	defer t.Stop()
+	for tick := 1; ; tick++ {
+		select {
+		case <-w.quit:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Lease/3)
+		w.leaseMu.Lock()
+		if !w.leaseEnded && !w.refresh(ctx, w.draining) {
+			w.log.Warn("jobs: lease lost; registering again", "node", w.cfg.Node)
+			if err := w.register(ctx); err != nil {
+				w.log.Warn("jobs: register", "err", err)
+			}
+		}
+		w.leaseMu.Unlock()
+		if tick%3 == 0 {
+			w.relist(ctx) // once a lease
+		}
+		cancel()
+	}
+}
+
+// owner returns which of nodes (non-empty) holds partition p: the node
+// whose hash with p is highest (rendezvous hashing), so that a node that
+// joins or leaves moves only the partitions it gains or held.
+func owner(nodes []string, p int) string {
+	var best string
+	var bestH uint64
+	for _, n := range nodes {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(n))
+		_, _ = h.Write([]byte{byte(p), byte(p >> 8)})
+		v := mix(h.Sum64())
+		if best == "" || v > bestH || v == bestH && n < best {
+			best, bestH = n, v
+		}
+	}
+	return best
+}
+
+// mix spreads FNV's output over all 64 bits (the finalizer of splitmix64),
+// so that close inputs rank independently.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}

@@ -1,0 +1,748 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	schedule "github.com/go-schedule/schedule"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of WorkerConfig.
+const (
+	DefaultLease   = 15 * time.Second
+	DefaultWorkers = 16
+)
+
+// DefaultRetry is the waits after failed attempts 1 to 5 when
+// WorkerConfig.Retry is nil.
+var DefaultRetry = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second}
+
+// opTimeout bounds one engine request of an attempt (its start or end
+// write, the read before it).
+const opTimeout = 10 * time.Second
+
+// casTries bounds how often an attempt's write is tried again when the
+// engine's answer leaves it unclear whether the write applied.
+const casTries = 5
+
+// staleRead is the pause before reading a record again when a replica
+// answered with a revision older than the one the worker has seen.
+const staleRead = 20 * time.Millisecond
+
+var (
+	// ErrInvalidLease is returned for a lease that is not whole seconds of
+	// at least one.
+	ErrInvalidLease = errors.New("jobs: a lease is whole seconds, at least 1s")
+	// ErrInvalidWorkers is returned for fewer than one worker.
+	ErrInvalidWorkers = errors.New("jobs: workers must be at least 1")
+	// ErrInvalidRetry is returned for a retry wait that is not positive.
+	ErrInvalidRetry = errors.New("jobs: retry waits must be positive")
+	// ErrNilHandler is returned for a WorkerConfig without a Handler.
+	ErrNilHandler = errors.New("jobs: a worker needs a handler")
+)
+
+// Job is what a handler gets: one attempt of one job.
+type Job struct {
+	Key     string
+	Payload []byte
+	Attempt int       // 1 for the first attempt
+	Due     time.Time // the attempt's due time, to the millisecond
+}
+
+// Handler runs one attempt. A nil error makes the job done; an error (or a
+// panic) makes it due again after the next retry wait, or dead when none
+// is left. ctx ends when the worker abandons the attempt (Worker.Stop's
+// grace ran out): a handler should then return soon.
+type Handler func(ctx context.Context, j Job) error
+
+// EventKind names an Event.
+type EventKind string
+
+// The events a worker reports.
+const (
+	EventStart      EventKind = "start"
+	EventDone       EventKind = "done"
+	EventFail       EventKind = "fail"
+	EventDead       EventKind = "dead"
+	EventSuperseded EventKind = "superseded"
+)
+
+// Event reports an attempt's start or end. Each start is followed by one
+// end event, unless the worker abandons the attempt.
+type Event struct {
+	Kind    EventKind
+	Key     string
+	Attempt int
+	Due     time.Time // start: the attempt's due time
+	At      time.Time // when it started or ended
+	Next    time.Time // fail: when the next attempt is due
+	Node    string
+}
+
+// WorkerConfig configures a worker.
+type WorkerConfig struct {
+	// Node names the worker, [A-Za-z0-9_-]{1,64}; required. A worker
+	// restarted under the same name takes over the lease of its earlier
+	// life. Two live workers must not share a name.
+	Node string
+	// Lease is how long a worker killed without warning holds its jobs:
+	// whole seconds, at least 1s; 0 means DefaultLease.
+	Lease time.Duration
+	// Workers is how many attempts run at once; 0 means DefaultWorkers.
+	Workers int
+	// Retry holds the waits after failed attempts: attempt N+1 is due
+	// Retry[N-1] after attempt N failed, and a failure with no wait left
+	// makes the job dead. Nil means DefaultRetry; empty means no retries.
+	Retry []time.Duration
+	// Handler runs the attempts; required.
+	Handler Handler
+	// OnEvent, if not nil, is called for every start and end, from the
+	// goroutine of the attempt.
+	OnEvent func(Event)
+	// Logger receives what the worker cannot report otherwise; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *WorkerConfig) validate() error {
+	if !ValidName(c.Node) {
+		return ErrInvalidName
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.Lease < time.Second || c.Lease%time.Second != 0 {
+		return ErrInvalidLease
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Workers < 1 {
+		return ErrInvalidWorkers
+	}
+	if c.Retry == nil {
+		c.Retry = DefaultRetry
+	}
+	for _, d := range c.Retry {
+		if d <= 0 {
+			return ErrInvalidRetry
+		}
+	}
+	if c.Handler == nil {
+		return ErrNilHandler
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// entry is what a worker keeps per job of its partitions: no payload, no
+// key beyond the map's.
+type entry struct {
+	key      string          // the KV key
+	rev      uint64          // the record's revision last seen
+	task     schedule.TaskID // its pending fire, or 0
+	runEpoch string          // running: the epoch of the worker that runs it
+}
+
+// partWatch is the watch of one partition the worker holds.
+type partWatch struct {
+	w      jetstream.KeyWatcher
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Worker runs the jobs of the partitions it holds. Start it with
+// Client.StartWorker and stop it with Stop.
+type Worker struct {
+	c     *Client
+	cfg   WorkerConfig
+	log   *slog.Logger
+	sched *schedule.Scheduler
+
+	// leaseMu serialises lease writes; epoch and leaseRev change under it.
+	leaseMu    sync.Mutex
+	epoch      string
+	leaseRev   uint64
+	draining   bool
+	leaseEnded bool
+
+	quit        chan struct{} // closed by Stop: the lease loop ends
+	leaseDone   chan struct{}
+	nodesW      jetstream.KeyWatcher
+	nodesCancel context.CancelFunc
+	nodesDone   chan struct{}
+
+	// runCtx is every attempt's context; cancelling it abandons them.
+	runCtx    context.Context
+	abandon   context.CancelFunc
+	attempts  sync.WaitGroup
+	stopOnce  sync.Once
+	stopErr   error
+	watchesMu sync.Mutex // held while partition watches start or stop
+
+	mu       sync.Mutex
+	stopping bool
+	live     map[string]leaseValue // node → lease, every live worker
+	held     [Partitions]*partWatch
+	entries  map[string]*entry
+	epochs   map[string]struct{} // the live epochs at the last rebalance
+}
+
+// StartWorker registers a worker of the client's queue and starts taking
+// jobs: it returns once the worker holds its lease and has started
+// watching its partitions. It returns ErrInvalidName, ErrInvalidLease,
+// ErrInvalidWorkers, ErrInvalidRetry or ErrNilHandler for a bad cfg, and
+// the engine's error if it cannot register before ctx ends.
+func (c *Client) StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	sched, err := schedule.New(cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		c: c, cfg: cfg, log: cfg.Logger, sched: sched,
+		quit: make(chan struct{}), leaseDone: make(chan struct{}), nodesDone: make(chan struct{}),
+		live: make(map[string]leaseValue), entries: make(map[string]*entry),
+	}
+	w.runCtx, w.abandon = context.WithCancel(context.Background())
+	if err := w.register(ctx); err != nil {
+		w.abandon()
+		sched.Shutdown()
+		return nil, fmt.Errorf("jobs: register node %s: %w", cfg.Node, err)
+	}
+	// The leases' watch lives until Stop, past ctx.
+	wctx, wcancel := context.WithCancel(context.Background())
+	w.nodesCancel = wcancel
+	nw, err := c.nodes.WatchAll(wctx)
+	if err != nil {
+		wcancel()
+		w.abandon()
+		sched.Shutdown()
+		return nil, err
+	}
+	w.nodesW = nw
+	// The leases there are now, before the first share-out.
+	for e := range nw.Updates() {
+		if e == nil {
+			break
+		}
+		w.noteLease(e)
+	}
+	w.rebalance()
+	go w.followNodes()
+	go w.leaseLoop()
+	return w, nil
+}
+
+// Node returns the worker's node name.
+func (w *Worker) Node() string { return w.cfg.Node }
+
+// noteLease records a lease update.
+func (w *Worker) noteLease(e jetstream.KeyValueEntry) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(w.live, e.Key())
+		return
+	}
+	var lv leaseValue
+	if err := jsonUnmarshal(e.Value(), &lv); err != nil {
+		delete(w.live, e.Key())
+		return
+	}
+	w.live[e.Key()] = lv
+}
+
+// followNodes applies lease updates until the worker stops.
+func (w *Worker) followNodes() {
+	defer close(w.nodesDone)
+	for e := range w.nodesW.Updates() {
+		if e == nil {
+			continue
+		}
+		w.noteLease(e)
+		w.rebalance()
+	}
+}
+
+// relist drops from the live set every node whose lease the engine no
+// longer lists: an expiry marker a watch missed must not leave a dead
+// worker's jobs stranded.
+func (w *Worker) relist(ctx context.Context) {
+	keys, err := w.c.nodes.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		return
+	}
+	w.mu.Lock()
+	changed := false
+	for n := range w.live {
+		if !slices.Contains(keys, n) {
+			delete(w.live, n)
+			changed = true
+		}
+	}
+	w.mu.Unlock()
+	if changed {
+		w.rebalance()
+	}
+}
+
+// rebalance holds the partitions the live set gives this worker, lets go
+// of the others, and makes due at once the attempts of workers no longer
+// live.
+func (w *Worker) rebalance() {
+	w.watchesMu.Lock()
+	defer w.watchesMu.Unlock()
+	w.mu.Lock()
+	if w.stopping {
+		w.mu.Unlock()
+		return
+	}
+	var nodes []string
+	for n, lv := range w.live {
+		if !lv.Draining {
+			nodes = append(nodes, n)
+		}
+	}
+	if !slices.Contains(nodes, w.cfg.Node) {
+		nodes = append(nodes, w.cfg.Node) // its own lease may not be seen yet
+	}
+	var gain, lose []int
+	for p := range Partitions {
+		mine := owner(nodes, p) == w.cfg.Node
+		switch {
+		case mine && w.held[p] == nil:
+			gain = append(gain, p)
+		case !mine && w.held[p] != nil:
+			lose = append(lose, p)
+		}
+	}
+	// Attempts recorded running by a worker no longer live start again.
+	// Only an epoch that went away can strand one, so the scan runs only
+	// then: lease refreshes cost no pass over the jobs.
+	if w.epochWentLocked() {
+		for _, e := range w.entries {
+			if e.runEpoch != "" && !w.epochLiveLocked(e.runEpoch) {
+				e.runEpoch = ""
+				w.scheduleLocked(e, time.Time{})
+			}
+		}
+	}
+	w.mu.Unlock()
+	for _, p := range lose {
+		w.release(p)
+	}
+	for _, p := range gain {
+		if err := w.hold(p); err != nil {
+			w.log.Warn("jobs: watch partition", "partition", p, "err", err)
+		}
+	}
+}
+
+// epochWentLocked reports whether an epoch live at the last call is gone.
+func (w *Worker) epochWentLocked() bool {
+	went := false
+	now := make(map[string]struct{}, len(w.live))
+	for _, lv := range w.live {
+		now[lv.Epoch] = struct{}{}
+	}
+	for ep := range w.epochs {
+		if _, ok := now[ep]; !ok {
+			went = true
+		}
+	}
+	w.epochs = now
+	return went
+}
+
+// epochLiveLocked reports whether a live worker holds epoch.
+func (w *Worker) epochLiveLocked(epoch string) bool {
+	for _, lv := range w.live {
+		if lv.Epoch == epoch {
+			return true
+		}
+	}
+	return false
+}
+
+// hold starts watching partition p.
+func (w *Worker) hold(p int) error {
+	// The watch lives as long as its context: one of its own, ended when
+	// the partition is let go.
+	ctx, cancel := context.WithCancel(context.Background())
+	kw, err := w.c.jobs.Watch(ctx, partitionPrefix(p)+".>")
+	if err != nil {
+		cancel()
+		return err
+	}
+	pw := &partWatch{w: kw, cancel: cancel, done: make(chan struct{})}
+	w.mu.Lock()
+	w.held[p] = pw
+	w.mu.Unlock()
+	go func() {
+		defer close(pw.done)
+		for e := range kw.Updates() {
+			if e != nil {
+				w.apply(e)
+			}
+		}
+	}()
+	return nil
+}
+
+// release stops watching partition p and forgets its jobs; their attempts
+// running here run to their ends.
+func (w *Worker) release(p int) {
+	w.mu.Lock()
+	pw := w.held[p]
+	w.held[p] = nil
+	w.mu.Unlock()
+	if pw == nil {
+		return
+	}
+	_ = pw.w.Stop()
+	pw.cancel()
+	<-pw.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, e := range w.entries {
+		if partitionOfKV(k) == p {
+			w.dropLocked(e)
+		}
+	}
+}
+
+func (w *Worker) dropLocked(e *entry) {
+	if e.task != 0 {
+		w.sched.CancelTask(e.task)
+		e.task = 0
+	}
+	delete(w.entries, e.key)
+}
+
+// scheduleLocked arms e's fire at due (now, for the zero time).
+func (w *Worker) scheduleLocked(e *entry, due time.Time) {
+	if e.task != 0 {
+		w.sched.CancelTask(e.task)
+		e.task = 0
+	}
+	id, err := w.sched.ScheduleAtWith(w.fire, e, due)
+	if err != nil {
+		return // shut down
+	}
+	e.task = id
+}
+
+// apply brings a job's entry up to a record the watch delivered.
+func (w *Worker) apply(kve jetstream.KeyValueEntry) {
+	k, rev := kve.Key(), kve.Revision()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopping {
+		return
+	}
+	e := w.entries[k]
+	if e != nil && rev <= e.rev {
+		return
+	}
+	if kve.Operation() != jetstream.KeyValuePut {
+		if e != nil {
+			w.dropLocked(e)
+		}
+		return
+	}
+	h, _, ok := decodeRecord(kve.Value())
+	if !ok || h.State == StateDead {
+		if e != nil {
+			w.dropLocked(e)
+		}
+		return
+	}
+	if e == nil {
+		e = &entry{key: k}
+		w.entries[k] = e
+	}
+	e.rev = rev
+	e.runEpoch = ""
+	switch {
+	case h.State == StatePending:
+		w.scheduleLocked(e, time.UnixMilli(h.Due))
+	case w.epochLiveLocked(h.Epoch):
+		e.runEpoch = h.Epoch
+		if e.task != 0 {
+			w.sched.CancelTask(e.task)
+			e.task = 0
+		}
+	default:
+		// Running on a worker that is gone: its attempt starts again.
+		w.scheduleLocked(e, time.Time{})
+	}
+}
+
+// fire is the scheduler's job for a due entry.
+func (w *Worker) fire(id schedule.TaskID, arg any) {
+	e := arg.(*entry)
+	w.mu.Lock()
+	if w.stopping || w.entries[e.key] != e || e.task != id {
+		w.mu.Unlock()
+		return
+	}
+	e.task = 0
+	k, rev := e.key, e.rev
+	w.attempts.Add(1)
+	w.mu.Unlock()
+	defer w.attempts.Done()
+	w.attempt(k, rev)
+}
+
+// read returns the record under k at revision rev or later, reading again
+// while a replica answers with an older one.
+func (w *Worker) read(ctx context.Context, k string, rev uint64) (jetstream.KeyValueEntry, error) {
+	for try := 0; ; try++ {
+		e, err := w.c.jobs.Get(ctx, k)
+		if err != nil || e.Revision() >= rev || try == casTries {
+			return e, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(staleRead):
+		}
+	}
+}
+
+// cas writes val under k if its revision is still rev, and returns the new
+// revision and true; false if the record moved. An answer that leaves it
+// unclear (lost, or refused while an earlier write of the key is applied
+// on a replicated bucket) is settled by reading the record.
+func (w *Worker) cas(ctx context.Context, k string, val []byte, rev uint64) (uint64, bool) {
+	for range casTries {
+		nrev, err := w.c.jobs.Update(ctx, k, val, rev)
+		if err == nil {
+			return nrev, true
+		}
+		e, gerr := w.c.jobs.Get(ctx, k)
+		switch {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
+			return 0, false
+		case gerr != nil:
+			continue
+		case bytes.Equal(e.Value(), val):
+			return e.Revision(), true
+		case e.Revision() > rev:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// finish removes k's record if its revision is still rev; false if the
+// record moved (replaced or cancelled meanwhile). A record found gone
+// after a refusal was removed by someone else; found gone after an answer
+// that never came, it may be this removal that landed.
+func (w *Worker) finish(ctx context.Context, k string, rev uint64) bool {
+	unclear := false
+	for range casTries {
+		err := w.c.jobs.Purge(ctx, k, jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			unclear = true
+		}
+		e, gerr := w.c.jobs.Get(ctx, k)
+		switch {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
+			return unclear
+		case gerr != nil:
+			continue
+		case e.Revision() > rev:
+			return false
+		}
+		// Still at rev: the refusal came while an earlier write of the
+		// key was being applied. Try again.
+	}
+	return false
+}
+
+// attempt starts the attempt recorded under k at revision rev, if it is
+// still due and still there, runs it and records its end.
+func (w *Worker) attempt(k string, rev uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	kve, err := w.read(ctx, k, rev)
+	if err != nil || kve.Revision() != rev {
+		return // gone, or moved: the watch brings the newer record
+	}
+	h, payload, ok := decodeRecord(kve.Value())
+	if !ok {
+		return
+	}
+	now := time.Now()
+	switch h.State {
+	case StatePending:
+		if now.UnixMilli() < h.Due {
+			// Never early: due again at its time.
+			w.mu.Lock()
+			if e := w.entries[k]; e != nil && e.rev == rev && !w.stopping {
+				w.scheduleLocked(e, time.UnixMilli(h.Due))
+			}
+			w.mu.Unlock()
+			return
+		}
+	case StateRunning:
+		w.mu.Lock()
+		live := w.epochLiveLocked(h.Epoch)
+		w.mu.Unlock()
+		if live {
+			return
+		}
+	default:
+		return
+	}
+	key, ok := jobKey(k)
+	if !ok {
+		return
+	}
+	// The start: compare-and-set from the revision this worker saw. A
+	// worker that lost the partition, or a second fire, fails here.
+	run := header{State: StateRunning, Due: h.Due, Attempt: h.Attempt, Node: w.cfg.Node, Epoch: w.currentEpoch(), Started: now.UnixMilli()}
+	rev2, ok := w.cas(ctx, k, encodeRecord(run, payload), rev)
+	if !ok {
+		return
+	}
+	due := time.UnixMilli(h.Due)
+	w.emit(Event{Kind: EventStart, Key: key, Attempt: h.Attempt, Due: due, At: time.Now(), Node: w.cfg.Node})
+	herr := w.call(Job{Key: key, Payload: payload, Attempt: h.Attempt, Due: due})
+	if w.runCtx.Err() != nil {
+		return // abandoned: no end is recorded; the job starts elsewhere
+	}
+	ectx, ecancel := context.WithTimeout(context.Background(), opTimeout)
+	defer ecancel()
+	end := time.Now()
+	ev := Event{Key: key, Attempt: h.Attempt, At: end, Node: w.cfg.Node}
+	switch {
+	case herr == nil:
+		ev.Kind = EventDone
+		if !w.finish(ectx, k, rev2) {
+			ev.Kind = EventSuperseded
+		}
+	case h.Attempt <= len(w.cfg.Retry):
+		ev.Kind, ev.Next = EventFail, end.Add(w.cfg.Retry[h.Attempt-1])
+		next := header{State: StatePending, Due: ev.Next.UnixMilli(), Attempt: h.Attempt + 1}
+		if _, ok := w.cas(ectx, k, encodeRecord(next, payload), rev2); !ok {
+			ev.Kind, ev.Next = EventSuperseded, time.Time{}
+		}
+	default:
+		ev.Kind = EventDead
+		dead := header{State: StateDead, Attempt: h.Attempt}
+		if _, ok := w.cas(ectx, k, encodeRecord(dead, payload), rev2); !ok {
+			ev.Kind = EventSuperseded
+		}
+	}
+	w.emit(ev)
+}
+
+// call runs the handler, turning a panic into an error.
+func (w *Worker) call(j Job) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("jobs: handler panicked: %v", r)
+		}
+	}()
+	return w.cfg.Handler(w.runCtx, j)
+}
+
+func (w *Worker) emit(ev Event) {
+	if w.cfg.OnEvent != nil {
+		w.cfg.OnEvent(ev)
+	}
+}
+
+func (w *Worker) currentEpoch() string {
+	w.leaseMu.Lock()
+	defer w.leaseMu.Unlock()
+	return w.epoch
+}
+
+// Pending returns how many jobs of its partitions the worker holds.
+func (w *Worker) Pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.entries)
+}
+
+// Stop stops the worker. At once it starts no more attempts, marks its
+// lease draining, so that the live workers take its partitions and fire
+// its pending jobs on time, and lets go of its jobs. Then it waits, until
+// grace ends, for its running attempts to end and record their ends. It
+// abandons those still running (their handlers' context ends and their
+// ends are not recorded), removes its lease, so that they start again on a
+// live worker, and returns. It returns ctx's error if attempts were
+// abandoned. Stop is idempotent.
+func (w *Worker) Stop(grace context.Context) error {
+	w.stopOnce.Do(func() { w.stopErr = w.stop(grace) })
+	return w.stopErr
+}
+
+func (w *Worker) stop(grace context.Context) error {
+	w.mu.Lock()
+	w.stopping = true
+	for _, e := range w.entries {
+		w.dropLocked(e)
+	}
+	w.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	w.leaseMu.Lock()
+	w.draining = true
+	if !w.refresh(ctx, true) {
+		w.log.Warn("jobs: lease lost while stopping", "node", w.cfg.Node)
+	}
+	w.leaseMu.Unlock()
+
+	// No more watching: partitions first, then leases.
+	w.watchesMu.Lock()
+	for p := range Partitions {
+		w.release(p)
+	}
+	w.watchesMu.Unlock()
+	_ = w.nodesW.Stop()
+	w.nodesCancel()
+	<-w.nodesDone
+
+	ended := make(chan struct{})
+	go func() { w.attempts.Wait(); close(ended) }()
+	var err error
+	select {
+	case <-ended:
+	case <-grace.Done():
+		err = grace.Err()
+	}
+	w.abandon()
+
+	close(w.quit)
+	<-w.leaseDone
+	w.leaseMu.Lock()
+	w.leaseEnded = true
+	_ = w.c.nodes.Purge(ctx, w.cfg.Node, jetstream.LastRevision(w.leaseRev))
+	w.leaseMu.Unlock()
+	if err == nil {
+		_ = w.sched.ShutdownContext(ctx)
+	} else {
+		w.sched.Shutdown()
+	}
+	return err
+}
