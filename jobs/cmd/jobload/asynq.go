@@ -49,9 +49,10 @@ func (o asynqOptions) String() string {
 // milliseconds (asynq gives a handler neither), padded to the run's
 // payload size.
 type asynqPayload struct {
-	Job string `json:"job"`
-	Due int64  `json:"due"`
-	Pad string `json:"pad,omitempty"`
+	Job   string `json:"job"`
+	Due   int64  `json:"due"`
+	Sleep bool   `json:"sleep,omitempty"` // a slow job: the handler sleeps slowJob
+	Pad   string `json:"pad,omitempty"`
 }
 
 // asynqWorkerFlags are an asynq worker child's flags.
@@ -116,6 +117,15 @@ func runAsynqWorker(ctx context.Context, f asynqWorkerFlags, stdin io.Reader, st
 		}
 		retried, _ := asynq.GetRetryCount(ctx)
 		write(event{Event: "start", Job: p.Job, Attempt: retried + 1, Due: p.Due, At: at, Node: f.node})
+		if p.Sleep {
+			t := time.NewTimer(slowJob)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
 		write(event{Event: "done", Job: p.Job, Attempt: retried + 1, At: time.Now().UnixMilli(), Node: f.node})
 		return nil
 	})
@@ -166,6 +176,7 @@ type asynqProducer struct {
 type asynqJob struct {
 	key       string
 	due, want time.Time
+	slow      bool
 }
 
 // asynqProducers is how many goroutines enqueue at once.
@@ -186,7 +197,7 @@ func newAsynqProducer(addr string, payload int) *asynqProducer {
 func (p *asynqProducer) run() {
 	defer p.wg.Done()
 	for j := range p.jobs {
-		b, _ := json.Marshal(asynqPayload{Job: j.key, Due: j.due.UnixMilli(), Pad: p.pad})
+		b, _ := json.Marshal(asynqPayload{Job: j.key, Due: j.due.UnixMilli(), Sleep: j.slow, Pad: p.pad})
 		_, err := p.client.Enqueue(asynq.NewTask(asynqTaskType, b), asynq.ProcessAt(j.due),
 			asynq.TaskID(j.key))
 		if err != nil {
@@ -210,8 +221,8 @@ func (p *asynqProducer) run() {
 	}
 }
 
-func (p *asynqProducer) add(key string, due, want time.Time) error {
-	p.jobs <- asynqJob{key: key, due: due, want: want}
+func (p *asynqProducer) add(key string, due, want time.Time, slow bool) error {
+	p.jobs <- asynqJob{key: key, due: due, want: want, slow: slow}
 	return nil
 }
 

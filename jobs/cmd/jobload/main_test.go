@@ -181,11 +181,13 @@ func TestEachMissedTargetFailsTheRun(t *testing.T) {
 		"late": func(j, _ *result) {
 			j.Stream.Lateness = append(slices.Repeat([]int64{1000}, 98), 11_000, 11_000) // p99 is the 99th
 		},
-		"lost":         func(j, _ *result) { j.Stream.Lost = 1 },
-		"twice":        func(j, _ *result) { j.Stream.Twice = 1 },
-		"cpu":          func(_, p *result) { p.Stream.CPU = 5 * time.Millisecond },
-		"memory":       func(j, _ *result) { j.WorkerPerJob = 301 },
-		"quiet":        func(j, _ *result) { j.QuietPerJob = 0.002 },
+		"lost":   func(j, _ *result) { j.Stream.Lost = 1 },
+		"twice":  func(j, _ *result) { j.Stream.Twice = 1 },
+		"cpu":    func(_, p *result) { p.Stream.CPU = 5 * time.Millisecond },
+		"memory": func(j, _ *result) { j.WorkerPerJob = 301 },
+		"quiet": func(j, _ *result) {
+			j.QuietN1, j.QuietIn1, j.QuietIn2 = 100_000, 100, 3000 // 2,900 more for 900,000 more jobs
+		},
 		"kill lost":    func(j, _ *result) { j.Kill.Lost = 1 },
 		"kill so late": func(j, _ *result) { j.KillTakeover = 16 * time.Second },
 	} {
@@ -197,6 +199,28 @@ func TestEachMissedTargetFailsTheRun(t *testing.T) {
 		assert.Contains(t, stderr.String(), "jobload: FAIL: ", name)
 		assert.Contains(t, stdout.String(), "WRONG", name)
 	}
+}
+
+func TestQuietAllowsTheWindowsJitterOnly(t *testing.T) {
+	assert.True(t, quietOK(15, 17, 200, 2000), "2 more, within a tenth plus 3")
+	assert.True(t, quietOK(100, 100, 100_000, 1_000_000))
+	assert.True(t, quietOK(100, 500, 100_000, 1_000_000), "400 more for 900,000 more jobs")
+	assert.False(t, quietOK(100, 1000, 100_000, 1_000_000), "900 more for 900,000 more jobs")
+	assert.False(t, quietOK(15, 40, 200, 2000))
+}
+
+func TestJudgeCountsIgnoresTimingOnly(t *testing.T) {
+	r := judged()
+	r.dir, r.cfg.CountsOnly = t.TempDir(), true
+	r.results[0].KillTakeover = time.Minute
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, loadtest.ExitPass, r.write(&stdout, &stderr))
+	assert.Contains(t, stdout.String(), "not judged with -judge counts")
+
+	r.results[0].Kill.Lost = 1
+	stdout.Reset()
+	stderr.Reset()
+	assert.Equal(t, loadtest.ExitFail, r.write(&stdout, &stderr))
 }
 
 func TestMemoryIsNotJudgedAtASmallScale(t *testing.T) {

@@ -164,9 +164,19 @@ func (ph *phaser) run(ctx context.Context, phase string) error {
 	return nil
 }
 
-// bulk adds n jobs named prefix-i, job i due at due(i), as fast as the
-// producer takes them, and returns the time it took.
-func (ph *phaser) bulk(ctx context.Context, f *fleet, prefix string, from, to int, due func(i int) time.Time) (time.Duration, error) {
+// slowJob is how long a slow job's attempt runs, and slowEvery which of
+// the kill phase's jobs are slow (every slowEvery-th): they make each
+// worker hold attempts in flight when one is killed, which is all that an
+// asynq worker holds, and what jobworker's contract lets start again.
+const (
+	slowJob   = time.Second
+	slowEvery = 100
+)
+
+// bulk adds jobs from to to named prefix-i, job i due at due(i) and slow
+// if slow(i), as fast as the producer takes them, and returns the time it
+// took.
+func (ph *phaser) bulk(ctx context.Context, f *fleet, prefix string, from, to int, due func(i int) time.Time, slow func(i int) bool) (time.Duration, error) {
 	start := time.Now()
 	p, err := f.newProducer(ctx, 0)
 	if err != nil {
@@ -174,7 +184,7 @@ func (ph *phaser) bulk(ctx context.Context, f *fleet, prefix string, from, to in
 	}
 	last := start
 	for i := from; i < to; i++ {
-		if err := p.add(key(prefix, i), due(i), time.Time{}); err != nil {
+		if err := p.add(key(prefix, i), due(i), time.Time{}, slow(i)); err != nil {
 			_, _, _ = p.close()
 			return 0, err
 		}
@@ -244,8 +254,9 @@ func (ph *phaser) scale(ctx context.Context, f *fleet) error {
 	}
 	due := time.Now().Add(2 * time.Hour)
 	at := func(int) time.Time { return due }
+	fast := func(int) bool { return false }
 	ph.log("scale: adding %s jobs", loadtest.Commas(int64(n1)))
-	d1, err := ph.bulk(ctx, f, "q", 0, n1, at)
+	d1, err := ph.bulk(ctx, f, "q", 0, n1, at, fast)
 	if err != nil {
 		return err
 	}
@@ -255,7 +266,7 @@ func (ph *phaser) scale(ctx context.Context, f *fleet) error {
 		return err
 	}
 	ph.log("scale: adding %s more jobs", loadtest.Commas(int64(c.Scale-n1)))
-	d2, err := ph.bulk(ctx, f, "q", n1, c.Scale, at)
+	d2, err := ph.bulk(ctx, f, "q", n1, c.Scale, at, fast)
 	if err != nil {
 		return err
 	}
@@ -313,7 +324,7 @@ func (ph *phaser) stream(ctx context.Context, f *fleet, col *collector, prefix s
 		}
 		now := time.Now()
 		for ; i < n && !dueOf(i).Add(-c.Lead).After(now); i++ {
-			if err := p.add(key(prefix, i), dueOf(i), dueOf(i).Add(-c.Lead)); err != nil {
+			if err := p.add(key(prefix, i), dueOf(i), dueOf(i).Add(-c.Lead), false); err != nil {
 				tick.Stop()
 				_, _, _ = p.close()
 				return s, err
@@ -360,7 +371,8 @@ func (ph *phaser) kill(ctx context.Context, f *fleet, col *collector) error {
 	spacing := c.KillSpan / time.Duration(n)
 	dueOf := func(i int) time.Time { return first.Add(time.Duration(i) * spacing) }
 	ph.log("kill: adding %s jobs due over %v from %v on", loadtest.Commas(int64(n)), c.KillSpan, c.KillLoad)
-	if _, err := ph.bulk(ctx, f, "k", 0, n, dueOf); err != nil {
+	slow := func(i int) bool { return i%slowEvery == 0 }
+	if _, err := ph.bulk(ctx, f, "k", 0, n, dueOf, slow); err != nil {
 		return err
 	}
 	if late := time.Since(first); late > 0 {

@@ -33,8 +33,9 @@ type runDir struct{ dir string }
 type producer interface {
 	// add hands the job key, due at due, to the producer; want is the
 	// moment it was meant to be added by (zero when it does not matter),
-	// against which the producer's lag is measured.
-	add(key string, due, want time.Time) error
+	// against which the producer's lag is measured. A slow job's attempt
+	// runs for slowJob; the others return at once.
+	add(key string, due, want time.Time, slow bool) error
 	// flush makes sure the jobs handed so far are on their way.
 	flush() error
 	// close waits for every job to be added and returns how many were, and
@@ -189,8 +190,16 @@ type loadLine struct {
 // rfc3339Milli formats a due time to the millisecond, as -at takes it.
 const rfc3339Milli = "2006-01-02T15:04:05.000Z07:00"
 
-func (l *jobctlLoad) add(key string, due, want time.Time) error {
-	b, err := json.Marshal(loadLine{Job: key, At: due.UTC().Format(rfc3339Milli), Payload: l.payload})
+// slowPayload is a slow job's payload on the go-schedule side: jobworker's
+// built-in handler sleeps for the duration it names.
+var slowPayload = `{"sleep":"` + slowJob.String() + `"}`
+
+func (l *jobctlLoad) add(key string, due, want time.Time, slow bool) error {
+	payload := l.payload
+	if slow {
+		payload = slowPayload
+	}
+	b, err := json.Marshal(loadLine{Job: key, At: due.UTC().Format(rfc3339Milli), Payload: payload})
 	if err != nil {
 		return err
 	}
@@ -256,7 +265,7 @@ type jobsStream struct {
 	err   error
 }
 
-func (s *jobsStream) add(key string, due, want time.Time) error {
+func (s *jobsStream) add(key string, due, want time.Time, slow bool) error {
 	if s.cur == nil {
 		s.sem <- struct{}{}
 		l, err := s.start()
@@ -266,7 +275,7 @@ func (s *jobsStream) add(key string, due, want time.Time) error {
 		}
 		s.cur, s.since = l, time.Now()
 	}
-	return s.cur.add(key, due, want)
+	return s.cur.add(key, due, want, slow)
 }
 
 func (s *jobsStream) flush() error {
