@@ -33,6 +33,8 @@ type collector struct {
 	starts map[string][]start
 	ends   map[string]int // done, fail, dead and superseded lines, by event
 	ready  map[string]bool
+	// finished holds the jobs that have reached done or dead.
+	finished map[string]bool
 	// changed is signalled (without blocking) when a job starts for the
 	// first time or a worker is ready.
 	changed chan struct{}
@@ -40,7 +42,7 @@ type collector struct {
 
 func newCollector() *collector {
 	return &collector{starts: make(map[string][]start), ends: make(map[string]int),
-		ready: make(map[string]bool), changed: make(chan struct{}, 1)}
+		ready: make(map[string]bool), finished: make(map[string]bool), changed: make(chan struct{}, 1)}
 }
 
 // line records one line of a worker's output; a line that is not a JSON
@@ -67,6 +69,10 @@ func (c *collector) add(e event) {
 	case "ready":
 		first = true
 		c.ready[e.Node] = true
+	case "done", "dead":
+		c.ends[e.Event]++
+		first = !c.finished[e.Job]
+		c.finished[e.Job] = true
 	default:
 		c.ends[e.Event]++
 	}
@@ -91,6 +97,13 @@ func (c *collector) startedCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.starts)
+}
+
+// finishedCount returns how many jobs have reached done or dead.
+func (c *collector) finishedCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.finished)
 }
 
 // waitFor waits until cond holds, checking it whenever the collector
@@ -119,6 +132,9 @@ type outcome struct {
 	Started  int // of them, those that started at least once
 	// Lost are the expected jobs that never started.
 	Lost int
+	// Unfinished are the expected jobs that never reached done or dead:
+	// after a kill, the jobs lost.
+	Unfinished int
 	// Twice counts the attempts (a job and an attempt number) that started
 	// more than once.
 	Twice int
@@ -136,7 +152,11 @@ func (c *collector) outcome(n int, keys func(i int) string) outcome {
 	defer c.mu.Unlock()
 	o := outcome{Expected: n, Lateness: make([]int64, 0, n)}
 	for i := range n {
-		ss := c.starts[keys(i)]
+		k := keys(i)
+		if !c.finished[k] {
+			o.Unfinished++
+		}
+		ss := c.starts[k]
 		if len(ss) == 0 {
 			o.Lost++
 			continue
@@ -157,10 +177,13 @@ func (c *collector) outcome(n int, keys func(i int) string) outcome {
 	return o
 }
 
-// lastLateStart returns the latest start, in Unix milliseconds, among the
-// first starts of the jobs keys(i), i in [0, n), that started more than
-// late after their due time, and false if none did.
-func (c *collector) lastLateStart(n int, keys func(i int) string, late time.Duration) (int64, bool) {
+// lastRecovery returns the latest start, in Unix milliseconds, that
+// recovered a job of keys(i), i in [0, n): the last start of a job that
+// started more than once (an attempt abandoned by a killed worker and
+// started again) or whose first start was more than late after its due
+// time (a pending job that a killed worker held until another took it
+// over). It returns false if no job needed recovering.
+func (c *collector) lastRecovery(n int, keys func(i int) string, late time.Duration) (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var last int64
@@ -170,8 +193,10 @@ func (c *collector) lastLateStart(n int, keys func(i int) string, late time.Dura
 		if len(ss) == 0 {
 			continue
 		}
-		if ss[0].at-ss[0].due > late.Milliseconds() && ss[0].at > last {
-			last, found = ss[0].at, true
+		if len(ss) > 1 || ss[0].at-ss[0].due > late.Milliseconds() {
+			if at := ss[len(ss)-1].at; !found || at > last {
+				last, found = at, true
+			}
 		}
 	}
 	return last, found

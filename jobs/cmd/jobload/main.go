@@ -17,8 +17,9 @@
 //     processes), and the engine's messages per job;
 //   - kill: -kill-jobs jobs pending, due over -kill-span, and one worker
 //     killed with SIGKILL a quarter of the way in: the time from the kill
-//     until the last job that started late (more than 1 s after its due
-//     time) started, jobs lost, and attempts started twice. Every 100th
+//     until the last recovered job started (a job started again after its
+//     attempt was abandoned, or first started more than 1 s after its due
+//     time), jobs lost (no done line), and attempts started twice. Every 100th
 //     job runs for a second, so that each worker has attempts in flight
 //     when one is killed: an asynq worker holds nothing else, while a
 //     jobworker also holds the pending jobs it will fire;
@@ -137,9 +138,9 @@ const (
 	// pending than with a tenth, or no more than the window's own jitter
 	// (see quietJitter).
 	quietPerMille = 1000
-	// lateStart is how late after its due time a start counts as late in
-	// the kill phase: a job the killed worker held, waiting for a
-	// takeover.
+	// lateStart is how late after its due time a first start counts as
+	// late in the kill phase: a job that the killed worker held until
+	// another took it over.
 	lateStart = time.Second
 )
 

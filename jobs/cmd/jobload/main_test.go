@@ -51,7 +51,7 @@ func TestTinyLoadOnTheNATSSide(t *testing.T) {
 	report := stdout.String()
 	for _, row := range []string{"scale: jobs pending", "scale: add rate", "scale: worker memory (RSS) per pending job",
 		"scale: engine store per pending job", "quiet: engine msgs per pending job", "stream: lateness p99",
-		"stream: CPU per job, workers + engine", "stream: engine msgs per job", "kill: last late job started",
+		"stream: CPU per job, workers + engine", "stream: engine msgs per job", "kill: last recovered job started",
 		"kill: jobs lost", "kill: attempts started twice", "ceiling: highest rate"} {
 		assert.Contains(t, report, row)
 	}
@@ -71,7 +71,7 @@ func TestTinyLoadOnTheNATSSide(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &results))
 	require.Len(t, results, 1)
 	assert.Equal(t, 2000, results[0].ScaleN)
-	assert.Zero(t, results[0].Kill.Lost)
+	assert.Zero(t, results[0].Kill.Unfinished)
 
 	raw, err := filepath.Glob(filepath.Join(out, "jobs-stream-w*.jsonl"))
 	require.NoError(t, err)
@@ -94,23 +94,38 @@ func TestCollectorCountsLostTwiceAndLateness(t *testing.T) {
 		c.line([]byte(l))
 	}
 	o := c.outcome(3, func(i int) string { return key("j", i) })
-	assert.Equal(t, outcome{Expected: 3, Started: 2, Lost: 1, Twice: 1, Early: 1, Lateness: []int64{-5000, 3000}}, o)
+	assert.Equal(t, outcome{Expected: 3, Started: 2, Lost: 1, Unfinished: 2, Twice: 1, Early: 1, Lateness: []int64{-5000, 3000}}, o)
 	assert.Equal(t, 1, c.readyCount())
 	assert.Equal(t, 1, c.ends["done"])
 }
 
-func TestLastLateStartIsTheLatestFirstStartPastTheThreshold(t *testing.T) {
+func TestLastRecoveryIsTheLatestRestartOrLateFirstStart(t *testing.T) {
 	c := newCollector()
+	keys := func(i int) string { return key("k", i) }
 	c.add(event{Event: "start", Job: "k-0000000", Attempt: 1, Due: 1000, At: 1500})
 	c.add(event{Event: "start", Job: "k-0000001", Attempt: 1, Due: 1000, At: 4000})
-	c.add(event{Event: "start", Job: "k-0000002", Attempt: 1, Due: 1000, At: 3000})
-	c.add(event{Event: "start", Job: "k-0000003", Attempt: 1, Due: 9000, At: 9100})
-	last, ok := c.lastLateStart(4, func(i int) string { return key("k", i) }, time.Second)
+	c.add(event{Event: "start", Job: "k-0000002", Attempt: 1, Due: 9000, At: 9100})
+	last, ok := c.lastRecovery(3, keys, time.Second)
 	require.True(t, ok)
-	assert.Equal(t, int64(4000), last)
+	assert.Equal(t, int64(4000), last, "the start 3 s late")
 
-	_, ok = c.lastLateStart(1, func(i int) string { return key("k", i) }, time.Second)
-	assert.False(t, ok, "a start 500 ms late is not late")
+	c.add(event{Event: "start", Job: "k-0000000", Attempt: 1, Due: 1000, At: 5000})
+	last, _ = c.lastRecovery(3, keys, time.Second)
+	assert.Equal(t, int64(5000), last, "the abandoned attempt started again")
+
+	_, ok = c.lastRecovery(1, func(int) string { return "k-0000002" }, time.Second)
+	assert.False(t, ok, "a start 100 ms late needed no recovery")
+}
+
+func TestAJobWithoutDoneIsUnfinished(t *testing.T) {
+	c := newCollector()
+	c.add(event{Event: "start", Job: "k-0000000", Attempt: 1, Due: 1000, At: 1000})
+	c.add(event{Event: "start", Job: "k-0000001", Attempt: 1, Due: 1000, At: 1000})
+	c.add(event{Event: "done", Job: "k-0000001", Attempt: 1, At: 1001})
+	o := c.outcome(2, func(i int) string { return key("k", i) })
+	assert.Equal(t, 1, o.Unfinished)
+	assert.Zero(t, o.Lost)
+	assert.Equal(t, 1, c.finishedCount())
 }
 
 func TestProcReadsThisProcess(t *testing.T) {
@@ -188,7 +203,7 @@ func TestEachMissedTargetFailsTheRun(t *testing.T) {
 		"quiet": func(j, _ *result) {
 			j.QuietN1, j.QuietIn1, j.QuietIn2 = 100_000, 100, 3000 // 2,900 more for 900,000 more jobs
 		},
-		"kill lost":    func(j, _ *result) { j.Kill.Lost = 1 },
+		"kill lost":    func(j, _ *result) { j.Kill.Unfinished = 1 },
 		"kill so late": func(j, _ *result) { j.KillTakeover = 16 * time.Second },
 	} {
 		r := judged()
@@ -217,7 +232,7 @@ func TestJudgeCountsIgnoresTimingOnly(t *testing.T) {
 	assert.Equal(t, loadtest.ExitPass, r.write(&stdout, &stderr))
 	assert.Contains(t, stdout.String(), "not judged with -judge counts")
 
-	r.results[0].Kill.Lost = 1
+	r.results[0].Kill.Unfinished = 1
 	stdout.Reset()
 	stderr.Reset()
 	assert.Equal(t, loadtest.ExitFail, r.write(&stdout, &stderr))

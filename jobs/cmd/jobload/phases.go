@@ -393,19 +393,19 @@ func (ph *phaser) kill(ctx context.Context, f *fleet, col *collector) error {
 		wait = c.PeerWait
 	}
 	deadline := dueOf(n - 1).Add(wait)
-	for !col.waitFor(earliest(deadline, time.Now().Add(10*time.Second)), func() bool { return col.startedCount() >= n }) {
+	for !col.waitFor(earliest(deadline, time.Now().Add(10*time.Second)), func() bool { return col.finishedCount() >= n }) {
 		if !time.Now().Before(deadline) {
 			break
 		}
-		ph.log("kill: %s of %s started, waiting up to %v more", loadtest.Commas(int64(col.startedCount())), loadtest.Commas(int64(n)), time.Until(deadline).Round(time.Second))
+		ph.log("kill: %s of %s done, waiting up to %v more", loadtest.Commas(int64(col.finishedCount())), loadtest.Commas(int64(n)), time.Until(deadline).Round(time.Second))
 	}
 	keys := func(i int) string { return key("k", i) }
 	res.Kill = col.outcome(n, keys)
-	if last, ok := col.lastLateStart(n, keys, lateStart); ok {
+	if last, ok := col.lastRecovery(n, keys, lateStart); ok {
 		res.KillTakeover, res.KillLate = time.UnixMilli(last).Sub(killed), true
 	}
 	res.killMeasured = true
-	ph.log("kill: %s lost, %s attempts started twice, last late start %v after the kill", loadtest.Commas(int64(res.Kill.Lost)),
+	ph.log("kill: %s lost, %s attempts started twice, last recovered job started %v after the kill", loadtest.Commas(int64(res.Kill.Unfinished)),
 		loadtest.Commas(int64(res.Kill.Twice)), res.KillTakeover.Round(time.Millisecond))
 	return nil
 }

@@ -115,8 +115,8 @@ func (r *report) checks() []target {
 			OK:    quietOK(jobs.QuietIn1, jobs.QuietIn2, jobs.QuietN1, jobs.ScaleN)}))
 	}
 	if jobs.killMeasured {
-		out = append(out, count(loadtest.None("kill: jobs lost", int64(jobs.Kill.Lost))),
-			timing(loadtest.Check{Name: fmt.Sprintf("kill: late jobs started within 2×lease+5s = %v", c.killBound()),
+		out = append(out, count(loadtest.None("kill: jobs lost", int64(jobs.Kill.Unfinished))),
+			timing(loadtest.Check{Name: fmt.Sprintf("kill: recovered jobs started within 2×lease+5s = %v", c.killBound()),
 				Value: takeover(jobs), OK: !jobs.KillLate || jobs.KillTakeover <= c.killBound()}))
 	}
 	return out
@@ -128,7 +128,7 @@ func takeover(r *result) string {
 		return "-"
 	}
 	if !r.KillLate {
-		return "no job late"
+		return "none to recover"
 	}
 	return r.KillTakeover.Round(10 * time.Millisecond).String()
 }
@@ -200,9 +200,11 @@ func (r *report) table(w io.Writer) {
 		t.Row(fmt.Sprintf("kill: jobs pending, due over %v", c.KillSpan), func(r *result) string {
 			return loadtest.OrDash(r.killMeasured, loadtest.Commas(int64(r.Kill.Expected)))
 		})
-		t.Row("kill: last late job started, after the kill", takeover)
+		t.Row("kill: last recovered job started, after the kill", takeover)
 		t.Quantiles("kill: lateness", func(r *result) []int64 { return r.Kill.Lateness })
-		t.Row("kill: jobs lost", func(r *result) string { return loadtest.OrDash(r.killMeasured, loadtest.Commas(int64(r.Kill.Lost))) })
+		t.Row("kill: jobs lost (no done line)", func(r *result) string {
+			return loadtest.OrDash(r.killMeasured, loadtest.Commas(int64(r.Kill.Unfinished)))
+		})
 		t.Row("kill: attempts started twice", func(r *result) string { return loadtest.OrDash(r.killMeasured, loadtest.Commas(int64(r.Kill.Twice))) })
 	}
 	if c.has(phaseCeiling) {
