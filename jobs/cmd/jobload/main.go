@@ -115,6 +115,7 @@ type config struct {
 	Ceiling    []int
 	Step       time.Duration
 	RedisBin   string
+	LoadBatch  int  // lines per jobctl load process, 0: no limit
 	CountsOnly bool // -judge counts
 	Asynq      asynqOptions
 	settleWait time.Duration
@@ -194,6 +195,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.DurationVar(&c.PeerWait, "peer-kill-wait", c.PeerWait, "how long after the last due time asynq gets to recover the killed worker's tasks")
 	fs.StringVar(&ceiling, "ceiling", ceiling, "rates the ceiling phase steps through, comma-separated, increasing")
 	fs.DurationVar(&c.Step, "step", c.Step, "duration of each ceiling step")
+	fs.IntVar(&c.LoadBatch, "load-batch", 0, "lines per jobctl load process at most, 0 for no limit (a bulk load is then one process)")
 	fs.StringVar(&c.RedisBin, "redis-server", "", "path of redis-server (default: the one on PATH)")
 	fs.IntVar(&c.Asynq.Concurrency, "asynq-concurrency", c.Asynq.Concurrency, "asynq Config.Concurrency of each asynq worker")
 	fs.DurationVar(&c.Asynq.CheckInterval, "asynq-check", c.Asynq.CheckInterval, "asynq DelayedTaskCheckInterval and TaskCheckInterval")
@@ -248,8 +250,8 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 		return c, errors.New("-workers must be at least 2: the kill phase needs a worker left")
 	case c.Lease < time.Second || c.Lease%time.Second != 0:
 		return c, errors.New("-lease must be whole seconds, at least 1s")
-	case c.Pool < 1 || c.Payload < 1:
-		return c, errors.New("-pool and -payload must be positive")
+	case c.Pool < 1 || c.Payload < 1 || c.LoadBatch < 0:
+		return c, errors.New("-pool and -payload must be positive, -load-batch not negative")
 	case c.Scale < 10 || c.Rate < 1 || c.KillJobs < 1:
 		return c, errors.New("-scale must be at least 10, -rate and -kill-jobs positive")
 	case c.Quiet <= 0 || c.Stream <= 0 || c.Lead <= 0 || c.KillSpan <= 0 || c.KillLoad <= 0 || c.Step <= 0 || c.PeerWait <= 0:

@@ -104,7 +104,7 @@ func runLoad(ctx context.Context, c config, stderr io.Writer) (*report, error) {
 				return rep, err
 			}
 			systems = append(systems, &jobsSystem{jobworker: jw, jobctl: jc, lease: c.Lease, pool: c.Pool,
-				payload: strings.Repeat("p", c.Payload)})
+				payload: strings.Repeat("p", c.Payload), loadBatch: c.LoadBatch})
 		case "asynq":
 			bin, ok := findRedis(c.RedisBin)
 			if !ok {

@@ -145,6 +145,9 @@ func (r *report) table(w io.Writer) {
 		time.Now().UTC().Format(time.DateOnly), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), strings.TrimPrefix(runtime.Version(), "go"))
 	fmt.Fprintf(w, "%d workers a system, a fresh engine and fresh workers each phase, %d-byte payloads; jobworker -lease %v -workers %d\n",
 		c.Workers, c.Payload, c.Lease, c.Pool)
+	if c.LoadBatch > 0 {
+		fmt.Fprintf(w, "jobctl load gets at most %s lines a process (-load-batch)\n", loadtest.Commas(int64(c.LoadBatch)))
+	}
 	fmt.Fprintf(w, "asynq v0.26.0: %s\n", c.Asynq)
 	fmt.Fprintf(w, "CPU: /proc/PID/stat of the workers and the engine (nats-server in a process of its own; redis-server). Messages: NATS in+out msgs; Redis commands processed\n\n")
 	for _, res := range r.results {

@@ -51,7 +51,7 @@ type fleet struct {
 	// stopWorker stops worker i the orderly way.
 	stopWorker func(i int)
 	// newProducer starts a producer. every is how often a stream's
-	// producer sends what it has been handed (see jobsStream), 0 for a
+	// producer sends what it has been handed (see jobsBatches), 0 for a
 	// bulk load sent as fast as it goes.
 	newProducer func(ctx context.Context, every time.Duration) (producer, error)
 }
@@ -106,6 +106,7 @@ type jobsSystem struct {
 	lease             time.Duration
 	pool              int // jobworker -workers
 	payload           string
+	loadBatch         int // lines per jobctl load process, 0: no limit
 }
 
 func (s *jobsSystem) name() string { return sysJobs }
@@ -134,10 +135,11 @@ func (s *jobsSystem) up(ctx context.Context, r *runDir, phase string, n int, col
 	}
 	f.newProducer = func(ctx context.Context, every time.Duration) (producer, error) {
 		start := func() (*jobctlLoad, error) { return startJobctlLoad(ctx, r, s.jobctl, eng.url, phase, s.payload) }
-		if every == 0 {
-			return start()
+		at := 1
+		if every > 0 {
+			at = streamBatches
 		}
-		return &jobsStream{start: start, every: every, sem: make(chan struct{}, streamBatches)}, nil
+		return &jobsBatches{start: start, every: every, limit: s.loadBatch, sem: make(chan struct{}, at)}, nil
 	}
 	return f, nil
 }
@@ -242,21 +244,27 @@ func (l *jobctlLoad) close() (int, time.Duration, error) {
 	}
 }
 
-// streamBatches is how many jobctl load processes a stream runs at once.
+// streamBatches is how many jobctl load processes a stream runs at once;
+// a bulk load runs one at a time, as one producer.
 const streamBatches = 4
 
-// jobsStream is a stream's producer on the go-schedule side: jobctl load
-// reads the whole of its standard input before it adds anything, so a
-// stream hands each batch of jobs (those handed over one period, every)
-// to a jobctl load process of its own, up to streamBatches at once. A
+// jobsBatches is the go-schedule side's producer: jobs go to jobctl load
+// processes, each fed a batch on its standard input. A bulk load is one
+// batch, unless -load-batch cuts it into batches of that many lines, one
+// process after the other. jobctl load reads the whole of its standard
+// input before it adds anything, so a stream hands each batch of jobs
+// (those handed over one period, every, or -load-batch lines, whichever
+// comes first) to a process of its own, up to streamBatches at once. A
 // job's lag is from the moment it was meant to be added to the end of its
 // batch's process, whose adds are then acknowledged.
-type jobsStream struct {
+type jobsBatches struct {
 	start func() (*jobctlLoad, error)
-	every time.Duration
+	every time.Duration // 0: no period
+	limit int           // lines a batch, 0: no limit
 	sem   chan struct{}
 	wg    sync.WaitGroup
 	cur   *jobctlLoad
+	lines int       // lines handed to cur
 	since time.Time // when cur was started
 
 	mu    sync.Mutex
@@ -265,7 +273,7 @@ type jobsStream struct {
 	err   error
 }
 
-func (s *jobsStream) add(key string, due, want time.Time, slow bool) error {
+func (s *jobsBatches) add(key string, due, want time.Time, slow bool) error {
 	if s.cur == nil {
 		s.sem <- struct{}{}
 		l, err := s.start()
@@ -273,15 +281,21 @@ func (s *jobsStream) add(key string, due, want time.Time, slow bool) error {
 			<-s.sem
 			return err
 		}
-		s.cur, s.since = l, time.Now()
+		s.cur, s.lines, s.since = l, 0, time.Now()
 	}
-	return s.cur.add(key, due, want, slow)
+	if err := s.cur.add(key, due, want, slow); err != nil {
+		return err
+	}
+	s.lines++
+	if s.limit > 0 && s.lines >= s.limit {
+		s.send()
+	}
+	return nil
 }
 
-func (s *jobsStream) flush() error {
-	if s.cur == nil || time.Since(s.since) < s.every {
-		return nil
-	}
+// send closes the current batch's input and collects its process's
+// answer in the background.
+func (s *jobsBatches) send() {
 	l := s.cur
 	s.cur = nil
 	s.wg.Add(1)
@@ -295,16 +309,23 @@ func (s *jobsStream) flush() error {
 		s.lag = max(s.lag, lag)
 		s.err = errors.Join(s.err, err)
 	}()
+}
+
+func (s *jobsBatches) flush() error {
+	if s.cur != nil && s.every > 0 && time.Since(s.since) >= s.every {
+		s.send()
+	}
 	return nil
 }
 
-func (s *jobsStream) close() (int, time.Duration, error) {
-	s.since = time.Time{}
-	err := s.flush()
+func (s *jobsBatches) close() (int, time.Duration, error) {
+	if s.cur != nil {
+		s.send()
+	}
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.added, s.lag, errors.Join(err, s.err)
+	return s.added, s.lag, s.err
 }
 
 // asynqSystem is asynq workers (this program started again with -role
