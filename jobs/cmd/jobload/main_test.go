@@ -78,6 +78,26 @@ func TestTinyLoadOnTheNATSSide(t *testing.T) {
 	assert.Len(t, raw, 3, "each worker's raw output is kept")
 }
 
+// TestTinyStreamOnTheAsynqSide runs the stream phase on asynq workers
+// (this test binary started again) and a redis-server, if one is
+// installed: every job must start, and the report must state asynq's
+// options. The verdict is FAIL, since go-schedule's side is not measured.
+func TestTinyStreamOnTheAsynqSide(t *testing.T) {
+	if _, ok := findRedis(""); !ok {
+		t.Skip(redisInstall)
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-small", "-systems", "asynq", "-phases", "stream", "-out", out,
+		"-rate", "200", "-stream", "2s"}, nil, &stdout, &stderr)
+	t.Logf("report:\n%s", stdout.String())
+	require.NotContains(t, stderr.String(), "the run failed", "standard error:\n%s", stderr.String())
+	assert.Equal(t, loadtest.ExitFail, code)
+	assert.Contains(t, stderr.String(), "nothing of go-schedule's was measured")
+	assert.Contains(t, stdout.String(), "400 / 400", "every job started (200 a second for 2 s)")
+	assert.Contains(t, stdout.String(), "DelayedTaskCheckInterval 100ms")
+}
+
 // TestCollectorCountsLostTwiceAndLateness feeds a collector the lines of
 // three jobs: one started on time, one started twice with the same
 // attempt and 5 ms early, one never.
