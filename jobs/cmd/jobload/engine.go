@@ -108,6 +108,8 @@ func (e *natsEngine) counts() (int64, int64, error) {
 
 func (e *natsEngine) store() (int64, error) { return dirSize(e.dir), nil }
 
+// close stops the engine and removes its store, which a large phase
+// makes large and nothing reads after it.
 func (e *natsEngine) close() {
 	e.p.stdin.Close()
 	select {
@@ -115,6 +117,7 @@ func (e *natsEngine) close() {
 	case <-time.After(15 * time.Second):
 		e.p.kill()
 	}
+	_ = os.RemoveAll(e.dir)
 }
 
 // runNATS is the engine child: a NATS server with JetStream on a loopback
@@ -164,6 +167,7 @@ const redisInstall = "redis-server not found: install it (Debian: apt-get instal
 type redisEngine struct {
 	p    *process
 	addr string
+	dir  string
 	rdb  *redis.Client
 }
 
@@ -186,7 +190,7 @@ func startRedis(ctx context.Context, r *runDir, name, bin string) (*redisEngine,
 	if err != nil {
 		return nil, err
 	}
-	e := &redisEngine{p: p, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	e := &redisEngine{p: p, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
 	e.rdb = redis.NewClient(&redis.Options{Addr: e.addr})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -228,9 +232,11 @@ func (e *redisEngine) counts() (int64, int64, error) {
 
 func (e *redisEngine) store() (int64, error) { return e.info("memory", "used_memory") }
 
+// close stops redis-server and removes its files.
 func (e *redisEngine) close() {
 	_ = e.rdb.Close()
 	e.p.stop(10 * time.Second)
+	_ = os.RemoveAll(e.dir)
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.

@@ -151,6 +151,10 @@ func startProcess(ctx context.Context, dir, name, bin string, args []string, env
 		_ = w.Flush()
 		outFile.Close()
 		errFile.Close()
+		// An empty standard error says nothing: leave no file for it.
+		if info, err := os.Stat(errFile.Name()); err == nil && info.Size() == 0 {
+			_ = os.Remove(errFile.Name())
+		}
 		close(p.done)
 	}()
 	return p, nil

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -164,7 +165,7 @@ type bufWriter struct {
 
 func startJobctlLoad(ctx context.Context, r *runDir, jobctl, url, queue, payload string) (*jobctlLoad, error) {
 	l := &jobctlLoad{payload: payload, added: make(chan int, 1), dir: r.dir}
-	name := fmt.Sprintf("jobs-%s-jobctl-%d", queue, time.Now().UnixNano())
+	name := fmt.Sprintf("jobs-%s-jobctl-%04d", queue, jobctlRuns.Add(1))
 	p, err := startProcess(ctx, r.dir, name, jobctl, []string{"-nats", url, "-queue", queue, "load"}, nil,
 		func(b []byte) {
 			var v struct {
@@ -181,6 +182,9 @@ func startJobctlLoad(ctx context.Context, r *runDir, jobctl, url, queue, payload
 	l.w = &bufWriter{WriteCloser: p.stdin}
 	return l, nil
 }
+
+// jobctlRuns numbers the jobctl load processes of a run, for their files.
+var jobctlRuns atomic.Int64
 
 // loadLine is a line of jobctl load's input.
 type loadLine struct {
