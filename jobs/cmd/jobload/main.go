@@ -15,14 +15,16 @@
 //     time minus its due time), the CPU per job of the workers and the
 //     engine together (from /proc/PID/stat of every one of their
 //     processes), and the engine's messages per job;
-//   - kill: -kill-jobs jobs pending, due over -kill-span, and one worker
-//     killed with SIGKILL a quarter of the way in: the time from the kill
-//     until the last recovered job started (a job started again after its
-//     attempt was abandoned, or first started more than 1 s after its due
-//     time), jobs lost (no done line), and attempts started twice. Every 100th
-//     job runs for a second, so that each worker has attempts in flight
-//     when one is killed: an asynq worker holds nothing else, while a
-//     jobworker also holds the pending jobs it will fire;
+//   - kill: -kill-jobs jobs pending, -kill-due of them (a tenth by
+//     default) due over -kill-span and the others in two hours, and one
+//     worker killed with SIGKILL a quarter of the way into the span; of
+//     the jobs due in it: the time from the kill until the last recovered
+//     job started (a job started again after its attempt was abandoned, or
+//     first started more than 1 s after its due time), jobs lost (no done
+//     line), and attempts started twice. Every 100th of them runs for a
+//     second, so that each worker has attempts in flight when one is
+//     killed: an asynq worker holds nothing else, while a jobworker also
+//     holds the pending jobs it will fire;
 //   - ceiling: the stream at each rate of -ceiling in turn, for -step each,
 //     up to the first whose p99 lateness passes 100 ms: the highest rate
 //     sustained.
@@ -109,6 +111,7 @@ type config struct {
 	Stream     time.Duration
 	Lead       time.Duration
 	KillJobs   int
+	KillDue    int // of KillJobs, those due over KillSpan
 	KillSpan   time.Duration
 	KillLoad   time.Duration
 	PeerWait   time.Duration
@@ -190,6 +193,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.DurationVar(&c.Stream, "stream", c.Stream, "duration of the stream phase")
 	fs.DurationVar(&c.Lead, "lead", c.Lead, "how long before its due time each streamed job is added")
 	fs.IntVar(&c.KillJobs, "kill-jobs", c.KillJobs, "jobs pending when a worker is killed")
+	fs.IntVar(&c.KillDue, "kill-due", 0, "of -kill-jobs, how many come due over -kill-span, the others in 2 h (default a tenth)")
 	fs.DurationVar(&c.KillSpan, "kill-span", c.KillSpan, "the span over which the kill phase's jobs come due")
 	fs.DurationVar(&c.KillLoad, "kill-load", c.KillLoad, "time allowed for adding the kill phase's jobs before the first is due")
 	fs.DurationVar(&c.PeerWait, "peer-kill-wait", c.PeerWait, "how long after the last due time asynq gets to recover the killed worker's tasks")
@@ -211,7 +215,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		smallSizes := map[string]string{"lease": "1s", "scale": "5000", "quiet": "2s", "rate": "500", "stream": "3s",
-			"lead": "1s", "kill-jobs": "2000", "kill-span": "6s", "kill-load": "5s", "peer-kill-wait": "150s",
+			"lead": "1s", "kill-jobs": "5000", "kill-span": "6s", "kill-load": "5s", "peer-kill-wait": "150s",
 			"ceiling": "500,1000", "step": "2s"}
 		for name, v := range smallSizes {
 			if !set[name] {
@@ -237,6 +241,9 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 		}
 		c.Phases = append(c.Phases, p)
 	}
+	if c.KillDue == 0 {
+		c.KillDue = max(1, c.KillJobs/10)
+	}
 	c.Ceiling = nil
 	for _, s := range strings.Split(ceiling, ",") {
 		n, err := strconv.Atoi(s)
@@ -254,6 +261,8 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 		return c, errors.New("-pool and -payload must be positive, -load-batch not negative")
 	case c.Scale < 10 || c.Rate < 1 || c.KillJobs < 1:
 		return c, errors.New("-scale must be at least 10, -rate and -kill-jobs positive")
+	case c.KillDue < 0 || c.KillDue > c.KillJobs:
+		return c, errors.New("-kill-due must be from 1 to -kill-jobs")
 	case c.Quiet <= 0 || c.Stream <= 0 || c.Lead <= 0 || c.KillSpan <= 0 || c.KillLoad <= 0 || c.Step <= 0 || c.PeerWait <= 0:
 		return c, errors.New("the durations must be positive")
 	case c.Asynq.Concurrency < 1 || c.Asynq.CheckInterval <= 0:

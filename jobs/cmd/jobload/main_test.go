@@ -42,7 +42,7 @@ func TestTinyLoadOnTheNATSSide(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"-small", "-systems", "jobs", "-out", out, "-scale", "2000", "-quiet", "1s",
-		"-rate", "300", "-stream", "2s", "-kill-jobs", "600", "-kill-span", "3s", "-ceiling", "300", "-step", "1s"},
+		"-rate", "300", "-stream", "2s", "-kill-jobs", "1500", "-kill-due", "600", "-kill-span", "3s", "-ceiling", "300", "-step", "1s"},
 		nil, &stdout, &stderr)
 	t.Logf("report:\n%s", stdout.String())
 	require.NotContains(t, stderr.String(), "the run failed", "standard error:\n%s", stderr.String())
@@ -176,12 +176,13 @@ func TestSmallSetsTheSizesNotGiven(t *testing.T) {
 	assert.Equal(t, 1_000_000, c.Scale, "the issue's sizes by default")
 	assert.Equal(t, 10_000, c.Rate)
 	assert.Equal(t, 100_000, c.KillJobs)
+	assert.Equal(t, 10_000, c.KillDue, "a tenth of the pending jobs come due around the kill")
 }
 
 func TestBadFlagsAreRefused(t *testing.T) {
 	for _, args := range [][]string{
 		{"-systems", "river"}, {"-phases", "scale,scale"}, {"-ceiling", "20,10"}, {"-lease", "1500ms"},
-		{"-workers", "1"}, {"-rate", "0"}, {"-quiet", "0s"}, {"extra"},
+		{"-workers", "1"}, {"-rate", "0"}, {"-kill-jobs", "10", "-kill-due", "11"}, {"-quiet", "0s"}, {"extra"},
 	} {
 		var stderr bytes.Buffer
 		code := run(t.Context(), args, nil, &bytes.Buffer{}, &stderr)

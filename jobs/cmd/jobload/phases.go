@@ -366,7 +366,16 @@ func (ph *phaser) stream(ctx context.Context, f *fleet, col *collector, prefix s
 
 func (ph *phaser) kill(ctx context.Context, f *fleet, col *collector) error {
 	c, res := ph.cfg, ph.res
-	n := c.KillJobs
+	n := c.KillDue
+	if far := c.KillJobs - n; far > 0 {
+		// The rest of the pending jobs, due long after the phase: the
+		// killed worker holds its share of them too.
+		later := time.Now().Add(2 * time.Hour)
+		ph.log("kill: adding %s jobs due in 2 h", loadtest.Commas(int64(far)))
+		if _, err := ph.bulk(ctx, f, "kf", 0, far, func(int) time.Time { return later }, func(int) bool { return false }); err != nil {
+			return err
+		}
+	}
 	first := time.Now().Add(c.KillLoad)
 	spacing := c.KillSpan / time.Duration(n)
 	dueOf := func(i int) time.Time { return first.Add(time.Duration(i) * spacing) }

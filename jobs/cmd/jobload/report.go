@@ -200,8 +200,8 @@ func (r *report) table(w io.Writer) {
 		})
 	}
 	if c.has(phaseKill) {
-		t.Row(fmt.Sprintf("kill: jobs pending, due over %v", c.KillSpan), func(r *result) string {
-			return loadtest.OrDash(r.killMeasured, loadtest.Commas(int64(r.Kill.Expected)))
+		t.Row(fmt.Sprintf("kill: jobs pending / due over %v", c.KillSpan), func(r *result) string {
+			return loadtest.OrDash(r.killMeasured, loadtest.Commas(int64(c.KillJobs))+" / "+loadtest.Commas(int64(r.Kill.Expected)))
 		})
 		t.Row("kill: last recovered job started, after the kill", takeover)
 		t.Quantiles("kill: lateness", func(r *result) []int64 { return r.Kill.Lateness })
