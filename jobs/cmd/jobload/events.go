@@ -138,6 +138,11 @@ type outcome struct {
 	// Twice counts the attempts (a job and an attempt number) that started
 	// more than once.
 	Twice int
+	// Repeated counts the jobs that started more than once, whatever the
+	// attempt: no job of a load fails, so a second start is a repeat
+	// (asynq numbers a task recovered from a killed worker as its next
+	// attempt, jobworker as the same).
+	Repeated int
 	// Lateness holds, for each expected job's first start, at − due in
 	// microseconds (the contract's times are milliseconds), sorted.
 	Lateness []int64
@@ -167,6 +172,9 @@ func (c *collector) outcome(n int, keys func(i int) string) outcome {
 			o.Early++
 		}
 		o.Lateness = append(o.Lateness, late*1000)
+		if len(ss) > 1 {
+			o.Repeated++
+		}
 		for j := 1; j < len(ss); j++ {
 			if slices.ContainsFunc(ss[:j], func(s start) bool { return s.attempt == ss[j].attempt }) {
 				o.Twice++

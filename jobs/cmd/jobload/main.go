@@ -21,7 +21,7 @@
 //     the jobs due in it: the time from the kill until the last recovered
 //     job started (a job started again after its attempt was abandoned, or
 //     first started more than 1 s after its due time), jobs lost (no done
-//     line), and attempts started twice. Every 100th of them runs for a
+//     line), and jobs started again. Every 100th of them runs for a
 //     second, so that each worker has attempts in flight when one is
 //     killed: an asynq worker holds nothing else, while a jobworker also
 //     holds the pending jobs it will fire;
@@ -171,7 +171,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	c := config{JobsDir: filepath.Join("..", ".."), Workers: 3, Lease: 5 * time.Second, Pool: 16, Payload: 100,
 		Scale: 1_000_000, Quiet: 10 * time.Second, Rate: 10_000, Stream: 60 * time.Second, Lead: 3 * time.Second,
 		KillJobs: 100_000, KillSpan: 40 * time.Second, KillLoad: 30 * time.Second, PeerWait: 4 * time.Minute,
-		Ceiling: []int{10_000, 20_000, 40_000, 80_000}, Step: 10 * time.Second,
+		Ceiling: []int{1000, 2000, 5000, 10_000, 20_000, 40_000}, Step: 10 * time.Second,
 		Asynq: asynqOptions{Concurrency: 64, CheckInterval: 100 * time.Millisecond}, settleWait: time.Minute}
 	fs := loadtest.NewFlagSet("jobload", output,
 		"Load-tests go-schedule's durable delayed jobs (jobworker and jobctl on NATS JetStream)",

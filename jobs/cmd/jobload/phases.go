@@ -56,13 +56,18 @@ type streamResult struct {
 	Lead        time.Duration
 }
 
-// cpuPerJob returns the CPU per job in microseconds.
+// cpuPerJob returns the CPU per started job in microseconds: a fleet that
+// falls behind has not spent the CPU of the jobs it has not started.
 func (s streamResult) cpuPerJob() float64 {
-	if s.Expected == 0 {
+	if s.Started == 0 {
 		return 0
 	}
-	return float64(s.CPU.Microseconds()) / float64(s.Expected)
+	return float64(s.CPU.Microseconds()) / float64(s.Started)
 }
+
+// streamWait is how long a stream of duration d waits, after its last due
+// time, for its jobs to start: at least 30 s, and d if longer.
+func streamWait(d time.Duration) time.Duration { return max(30*time.Second, d) }
 
 // p99 returns the p99 lateness, and false if nothing started.
 func (s streamResult) p99() (time.Duration, bool) { return loadtest.Quantile(s.Lateness, 0.99) }
@@ -349,8 +354,7 @@ func (ph *phaser) stream(ctx context.Context, f *fleet, col *collector, prefix s
 	if added != n {
 		return s, fmt.Errorf("the producer added %d jobs of %d", added, n)
 	}
-	wait := max(15*time.Second, d/2)
-	col.waitFor(dueOf(n-1).Add(wait), func() bool { return col.startedCount() >= base+n })
+	col.waitFor(dueOf(n-1).Add(streamWait(d)), func() bool { return col.startedCount() >= base+n })
 	s.CPU = f.cpu() - cpu0
 	_, all1, err := f.eng.counts()
 	if err != nil {
@@ -414,8 +418,8 @@ func (ph *phaser) kill(ctx context.Context, f *fleet, col *collector) error {
 		res.KillTakeover, res.KillLate = time.UnixMilli(last).Sub(killed), true
 	}
 	res.killMeasured = true
-	ph.log("kill: %s lost, %s attempts started twice, last recovered job started %v after the kill", loadtest.Commas(int64(res.Kill.Unfinished)),
-		loadtest.Commas(int64(res.Kill.Twice)), res.KillTakeover.Round(time.Millisecond))
+	ph.log("kill: %s lost, %s jobs started again, last recovered job started %v after the kill", loadtest.Commas(int64(res.Kill.Unfinished)),
+		loadtest.Commas(int64(res.Kill.Repeated)), res.KillTakeover.Round(time.Millisecond))
 	return nil
 }
 
