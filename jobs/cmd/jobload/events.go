@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"sync"
@@ -107,9 +108,9 @@ func (c *collector) finishedCount() int {
 }
 
 // waitFor waits until cond holds, checking it whenever the collector
-// changes and at least every tick, or until deadline; it returns whether
-// cond held.
-func (c *collector) waitFor(deadline time.Time, cond func() bool) bool {
+// changes and at least every tick, or until deadline or the end of ctx; it
+// returns whether cond held.
+func (c *collector) waitFor(ctx context.Context, deadline time.Time, cond func() bool) bool {
 	const tick = 100 * time.Millisecond
 	for !cond() {
 		wait := time.Until(deadline)
@@ -120,6 +121,9 @@ func (c *collector) waitFor(deadline time.Time, cond func() bool) bool {
 		select {
 		case <-c.changed:
 		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
 		}
 		t.Stop()
 	}

@@ -189,6 +189,10 @@ func (ph *phaser) bulk(ctx context.Context, f *fleet, prefix string, from, to in
 	}
 	last := start
 	for i := from; i < to; i++ {
+		if err := ctx.Err(); err != nil {
+			_, _, _ = p.close()
+			return 0, err
+		}
 		if err := p.add(key(prefix, i), due(i), time.Time{}, slow(i)); err != nil {
 			_, _, _ = p.close()
 			return 0, err
@@ -354,7 +358,10 @@ func (ph *phaser) stream(ctx context.Context, f *fleet, col *collector, prefix s
 	if added != n {
 		return s, fmt.Errorf("the producer added %d jobs of %d", added, n)
 	}
-	col.waitFor(dueOf(n-1).Add(streamWait(d)), func() bool { return col.startedCount() >= base+n })
+	col.waitFor(ctx, dueOf(n-1).Add(streamWait(d)), func() bool { return col.startedCount() >= base+n })
+	if err := ctx.Err(); err != nil {
+		return s, err
+	}
 	s.CPU = f.cpu() - cpu0
 	_, all1, err := f.eng.counts()
 	if err != nil {
@@ -406,11 +413,14 @@ func (ph *phaser) kill(ctx context.Context, f *fleet, col *collector) error {
 		wait = c.PeerWait
 	}
 	deadline := dueOf(n - 1).Add(wait)
-	for !col.waitFor(earliest(deadline, time.Now().Add(10*time.Second)), func() bool { return col.finishedCount() >= n }) {
-		if !time.Now().Before(deadline) {
+	for !col.waitFor(ctx, earliest(deadline, time.Now().Add(10*time.Second)), func() bool { return col.finishedCount() >= n }) {
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
 			break
 		}
 		ph.log("kill: %s of %s done, waiting up to %v more", loadtest.Commas(int64(col.finishedCount())), loadtest.Commas(int64(n)), time.Until(deadline).Round(time.Second))
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	keys := func(i int) string { return key("k", i) }
 	res.Kill = col.outcome(n, keys)

@@ -77,10 +77,10 @@ type system interface {
 }
 
 // waitReady waits until n workers have said they are ready, or one exits.
-func waitReady(col *collector, ws []*process, n int, within time.Duration) error {
+func waitReady(ctx context.Context, col *collector, ws []*process, n int, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	var exited error
-	ok := col.waitFor(deadline, func() bool {
+	ok := col.waitFor(ctx, deadline, func() bool {
 		for _, w := range ws {
 			select {
 			case <-w.done:
@@ -130,7 +130,7 @@ func (s *jobsSystem) up(ctx context.Context, r *runDir, phase string, n int, col
 		}
 		f.workers = append(f.workers, w)
 	}
-	if err := waitReady(col, f.workers, n, 60*time.Second); err != nil {
+	if err := waitReady(ctx, col, f.workers, n, 60*time.Second); err != nil {
 		f.down()
 		return nil, err
 	}
@@ -372,7 +372,7 @@ func (s *asynqSystem) up(ctx context.Context, r *runDir, phase string, n int, co
 		}
 		f.workers = append(f.workers, w)
 	}
-	if err := waitReady(col, f.workers, n, 60*time.Second); err != nil {
+	if err := waitReady(ctx, col, f.workers, n, 60*time.Second); err != nil {
 		f.down()
 		return nil, err
 	}
