@@ -51,6 +51,7 @@ type streamResult struct {
 	Rate int
 	outcome
 	CPU         time.Duration // workers and engine over the stream
+	EngineCPU   time.Duration // of CPU, the engine's
 	Messages    int64         // the engine's messages over the stream
 	ProducerLag time.Duration // the producer's largest lag behind its schedule
 	Lead        time.Duration
@@ -316,7 +317,7 @@ func (ph *phaser) stream(ctx context.Context, f *fleet, col *collector, prefix s
 	if err != nil {
 		return s, err
 	}
-	cpu0 := f.cpu()
+	cpu0, eng0 := f.cpu(), procCPU(f.eng.proc().pid())
 	// The collector may hold an earlier step's jobs.
 	base := col.startedCount()
 	t0 := time.Now().Add(c.Lead + 200*time.Millisecond)
@@ -362,7 +363,7 @@ func (ph *phaser) stream(ctx context.Context, f *fleet, col *collector, prefix s
 	if err := ctx.Err(); err != nil {
 		return s, err
 	}
-	s.CPU = f.cpu() - cpu0
+	s.CPU, s.EngineCPU = f.cpu()-cpu0, procCPU(f.eng.proc().pid())-eng0
 	_, all1, err := f.eng.counts()
 	if err != nil {
 		return s, err

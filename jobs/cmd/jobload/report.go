@@ -189,6 +189,10 @@ func (r *report) table(w io.Writer) {
 		t.Row("stream: CPU per started job, workers + engine", func(r *result) string {
 			return loadtest.OrDash(r.streamMeasured, fmt.Sprintf("%.1f µs", r.Stream.cpuPerJob()))
 		})
+		t.Row("stream: of which the engine's", func(r *result) string {
+			return loadtest.OrDash(r.streamMeasured && r.Stream.CPU > 0,
+				fmt.Sprintf("%.0f%%", 100*float64(r.Stream.EngineCPU)/float64(max(1, r.Stream.CPU))))
+		})
 		t.Row("stream: engine msgs per job", func(r *result) string {
 			return loadtest.OrDash(r.streamMeasured && r.Stream.Expected > 0, fmt.Sprintf("%.1f", float64(r.Stream.Messages)/float64(max(1, r.Stream.Expected))))
 		})
