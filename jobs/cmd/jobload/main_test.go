@@ -259,6 +259,17 @@ func TestJudgeCountsIgnoresTimingOnly(t *testing.T) {
 	assert.Equal(t, loadtest.ExitFail, r.write(&stdout, &stderr))
 }
 
+func TestACeilingAloneIsReportedNotJudged(t *testing.T) {
+	c, err := parseFlags([]string{"-phases", "ceiling"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	r := &report{cfg: c, dir: t.TempDir(), results: []*result{{System: sysJobs, ceilDone: true, Ceiling: 1000,
+		Steps: []streamResult{{Rate: 1000, outcome: outcome{Expected: 1, Started: 1, Lateness: []int64{5000}}, Lead: time.Second}}}}}
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, loadtest.ExitPass, r.write(&stdout, &stderr))
+	assert.Contains(t, stderr.String(), "no target applies")
+	assert.Contains(t, stdout.String(), "1,000: 5ms")
+}
+
 func TestMemoryIsNotJudgedAtASmallScale(t *testing.T) {
 	r := judged()
 	r.results[0].ScaleN, r.results[0].WorkerPerJob = 5000, 2000
