@@ -126,6 +126,9 @@ func (w *Worker) leaseLoop() {
 		if tick%3 == 0 {
 			w.relist(ctx) // once a lease
 		}
+		// A partition whose watch could not start (the engine busy with a
+		// failover) is tried again here.
+		w.rebalance()
 		cancel()
 	}
 }

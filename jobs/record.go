@@ -26,6 +26,7 @@ type header struct {
 	Node    string `json:"node,omitempty"`    // running: the worker that runs it
 	Epoch   string `json:"epoch,omitempty"`   // running: that worker's lease epoch
 	Started int64  `json:"started,omitempty"` // running: when the attempt started
+	Run     uint64 `json:"run,omitempty"`     // running: this start's number within the epoch
 }
 
 // encodeRecord returns the value of a job.

@@ -3,11 +3,13 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	schedule "github.com/go-schedule/schedule"
@@ -27,6 +29,11 @@ var DefaultRetry = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second
 // opTimeout bounds one engine request of an attempt (its start or end
 // write, the read before it).
 const opTimeout = 10 * time.Second
+
+// startTimeout bounds an attempt's start (a read and a compare-and-set):
+// a start the engine leaves unanswered that long is tried again, so that a
+// request stuck on a lost server does not hold the job.
+const startTimeout = 3 * time.Second
 
 // casTries bounds how often an attempt's write is tried again when the
 // engine's answer leaves it unclear whether the write applied.
@@ -189,6 +196,8 @@ type Worker struct {
 	stopErr   error
 	watchesMu sync.Mutex // held while partition watches start or stop
 
+	runs atomic.Uint64 // starts made, numbering each start's value
+
 	mu       sync.Mutex
 	stopping bool
 	live     map[string]leaseValue // node → lease, every live worker
@@ -257,7 +266,7 @@ func (w *Worker) noteLease(e jetstream.KeyValueEntry) {
 		return
 	}
 	var lv leaseValue
-	if err := jsonUnmarshal(e.Value(), &lv); err != nil {
+	if err := json.Unmarshal(e.Value(), &lv); err != nil {
 		delete(w.live, e.Key())
 		return
 	}
@@ -503,8 +512,36 @@ func (w *Worker) fire(id schedule.TaskID, arg any) {
 	w.attempts.Add(1)
 	w.mu.Unlock()
 	defer w.attempts.Done()
-	w.attempt(k, rev)
+	if w.attempt(k, rev) == outcomeUnclear {
+		// The engine did not answer (a server lost, a leader moving): the
+		// record is as the worker last saw it, and no watch update will
+		// come to re-arm it. Fire it again shortly.
+		w.mu.Lock()
+		if !w.stopping && w.entries[k] == e && e.rev == rev && e.task == 0 {
+			w.scheduleLocked(e, time.Now().Add(retryUnclear))
+		}
+		w.mu.Unlock()
+	}
 }
+
+// retryUnclear is the pause before a start the engine left unanswered is
+// tried again.
+const retryUnclear = 250 * time.Millisecond
+
+// endPatience bounds how long an attempt's end write is retried while the
+// engine does not answer; past it, the record stays running under this
+// worker's epoch until the worker's lease ends, and the attempt starts
+// again elsewhere (at-least-once).
+const endPatience = time.Minute
+
+// outcome is how a write to the engine went.
+type outcome uint8
+
+const (
+	outcomeApplied outcome = iota // written
+	outcomeMoved                  // the record moved: someone else wrote it
+	outcomeUnclear                // no clear answer: the record may be unchanged
+)
 
 // read returns the record under k at revision rev or later, reading again
 // while a replica answers with an older one.
@@ -523,40 +560,39 @@ func (w *Worker) read(ctx context.Context, k string, rev uint64) (jetstream.KeyV
 }
 
 // cas writes val under k if its revision is still rev, and returns the new
-// revision and true; false if the record moved. An answer that leaves it
-// unclear (lost, or refused while an earlier write of the key is applied
-// on a replicated bucket) is settled by reading the record.
-func (w *Worker) cas(ctx context.Context, k string, val []byte, rev uint64) (uint64, bool) {
+// revision. An answer that leaves it unclear (lost, or refused while an
+// earlier write of the key is applied on a replicated bucket) is settled
+// by reading the record.
+func (w *Worker) cas(ctx context.Context, k string, val []byte, rev uint64) (uint64, outcome) {
 	for range casTries {
 		nrev, err := w.c.jobs.Update(ctx, k, val, rev)
 		if err == nil {
-			return nrev, true
+			return nrev, outcomeApplied
 		}
 		e, gerr := w.c.jobs.Get(ctx, k)
 		switch {
 		case errors.Is(gerr, jetstream.ErrKeyNotFound):
-			return 0, false
+			return 0, outcomeMoved
 		case gerr != nil:
 			continue
 		case bytes.Equal(e.Value(), val):
-			return e.Revision(), true
+			return e.Revision(), outcomeApplied
 		case e.Revision() > rev:
-			return 0, false
+			return 0, outcomeMoved
 		}
 	}
-	return 0, false
+	return 0, outcomeUnclear
 }
 
-// finish removes k's record if its revision is still rev; false if the
-// record moved (replaced or cancelled meanwhile). A record found gone
-// after a refusal was removed by someone else; found gone after an answer
-// that never came, it may be this removal that landed.
-func (w *Worker) finish(ctx context.Context, k string, rev uint64) bool {
+// finish removes k's record if its revision is still rev. A record found
+// gone after a refusal was removed by someone else (moved); found gone
+// after an answer that never came, it may be this removal that landed.
+func (w *Worker) finish(ctx context.Context, k string, rev uint64) outcome {
 	unclear := false
 	for range casTries {
 		err := w.c.jobs.Purge(ctx, k, jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
 		if err == nil {
-			return true
+			return outcomeApplied
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			unclear = true
@@ -564,30 +600,65 @@ func (w *Worker) finish(ctx context.Context, k string, rev uint64) bool {
 		e, gerr := w.c.jobs.Get(ctx, k)
 		switch {
 		case errors.Is(gerr, jetstream.ErrKeyNotFound):
-			return unclear
+			if unclear {
+				return outcomeApplied
+			}
+			return outcomeMoved
 		case gerr != nil:
 			continue
 		case e.Revision() > rev:
-			return false
+			return outcomeMoved
 		}
 		// Still at rev: the refusal came while an earlier write of the
 		// key was being applied. Try again.
 	}
-	return false
+	return outcomeUnclear
+}
+
+// persist runs write until its outcome is clear, endPatience has passed
+// or the attempt is abandoned, pausing between tries.
+func (w *Worker) persist(write func(ctx context.Context) outcome) outcome {
+	deadline := time.Now().Add(endPatience)
+	pause := retryUnclear
+	for {
+		ctx, cancel := context.WithTimeout(w.runCtx, opTimeout)
+		o := write(ctx)
+		cancel()
+		if o != outcomeUnclear || time.Now().After(deadline) || w.runCtx.Err() != nil {
+			return o
+		}
+		select {
+		case <-w.runCtx.Done():
+			return o
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
 }
 
 // attempt starts the attempt recorded under k at revision rev, if it is
-// still due and still there, runs it and records its end.
-func (w *Worker) attempt(k string, rev uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+// still due and still there, runs it and records its end. It returns
+// outcomeUnclear when the engine left the start unanswered.
+func (w *Worker) attempt(k string, rev uint64) outcome {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	kve, err := w.read(ctx, k, rev)
-	if err != nil || kve.Revision() != rev {
-		return // gone, or moved: the watch brings the newer record
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return outcomeMoved
+	}
+	if err != nil || kve.Revision() < rev {
+		return outcomeUnclear
+	}
+	if kve.Revision() != rev {
+		// Moved on. The watch brings the newer record too, but a watch
+		// whose server died can stall for many seconds without an error:
+		// act on the record read here rather than wait for it.
+		w.apply(kve)
+		return outcomeMoved
 	}
 	h, payload, ok := decodeRecord(kve.Value())
 	if !ok {
-		return
+		return outcomeMoved
 	}
 	now := time.Now()
 	switch h.State {
@@ -599,59 +670,64 @@ func (w *Worker) attempt(k string, rev uint64) {
 				w.scheduleLocked(e, time.UnixMilli(h.Due))
 			}
 			w.mu.Unlock()
-			return
+			return outcomeApplied
 		}
 	case StateRunning:
 		w.mu.Lock()
 		live := w.epochLiveLocked(h.Epoch)
 		w.mu.Unlock()
 		if live {
-			return
+			return outcomeMoved
 		}
 	default:
-		return
+		return outcomeMoved
 	}
 	key, ok := jobKey(k)
 	if !ok {
-		return
+		return outcomeMoved
 	}
 	// The start: compare-and-set from the revision this worker saw. A
 	// worker that lost the partition, or a second fire, fails here.
-	run := header{State: StateRunning, Due: h.Due, Attempt: h.Attempt, Node: w.cfg.Node, Epoch: w.currentEpoch(), Started: now.UnixMilli()}
-	rev2, ok := w.cas(ctx, k, encodeRecord(run, payload), rev)
-	if !ok {
-		return
+	// Run makes the value this start writes its own: a read that finds it
+	// tells this start's write from another start's by the same worker.
+	run := header{State: StateRunning, Due: h.Due, Attempt: h.Attempt, Node: w.cfg.Node, Epoch: w.currentEpoch(), Started: now.UnixMilli(), Run: w.runs.Add(1)}
+	rev2, o := w.cas(ctx, k, encodeRecord(run, payload), rev)
+	if o != outcomeApplied {
+		return o
 	}
 	due := time.UnixMilli(h.Due)
 	w.emit(Event{Kind: EventStart, Key: key, Attempt: h.Attempt, Due: due, At: time.Now(), Node: w.cfg.Node})
 	herr := w.call(Job{Key: key, Payload: payload, Attempt: h.Attempt, Due: due})
 	if w.runCtx.Err() != nil {
-		return // abandoned: no end is recorded; the job starts elsewhere
+		return outcomeApplied // abandoned: no end is recorded; the job starts elsewhere
 	}
-	ectx, ecancel := context.WithTimeout(context.Background(), opTimeout)
-	defer ecancel()
 	end := time.Now()
 	ev := Event{Key: key, Attempt: h.Attempt, At: end, Node: w.cfg.Node}
+	var write func(ctx context.Context) outcome
 	switch {
 	case herr == nil:
 		ev.Kind = EventDone
-		if !w.finish(ectx, k, rev2) {
-			ev.Kind = EventSuperseded
-		}
+		write = func(ctx context.Context) outcome { return w.finish(ctx, k, rev2) }
 	case h.Attempt <= len(w.cfg.Retry):
 		ev.Kind, ev.Next = EventFail, end.Add(w.cfg.Retry[h.Attempt-1])
-		next := header{State: StatePending, Due: ev.Next.UnixMilli(), Attempt: h.Attempt + 1}
-		if _, ok := w.cas(ectx, k, encodeRecord(next, payload), rev2); !ok {
-			ev.Kind, ev.Next = EventSuperseded, time.Time{}
-		}
+		val := encodeRecord(header{State: StatePending, Due: ev.Next.UnixMilli(), Attempt: h.Attempt + 1}, payload)
+		write = func(ctx context.Context) outcome { _, o := w.cas(ctx, k, val, rev2); return o }
 	default:
 		ev.Kind = EventDead
-		dead := header{State: StateDead, Attempt: h.Attempt}
-		if _, ok := w.cas(ectx, k, encodeRecord(dead, payload), rev2); !ok {
-			ev.Kind = EventSuperseded
-		}
+		val := encodeRecord(header{State: StateDead, Attempt: h.Attempt}, payload)
+		write = func(ctx context.Context) outcome { _, o := w.cas(ctx, k, val, rev2); return o }
+	}
+	switch w.persist(write) {
+	case outcomeMoved:
+		ev.Kind, ev.Next = EventSuperseded, time.Time{}
+	case outcomeUnclear:
+		// Not recorded: like an abandoned attempt, no end line; the record
+		// stays running under this epoch until the lease ends.
+		w.log.Warn("jobs: an attempt's end could not be recorded", "job", key, "attempt", h.Attempt)
+		return outcomeApplied
 	}
 	w.emit(ev)
+	return outcomeApplied
 }
 
 // call runs the handler, turning a panic into an error.

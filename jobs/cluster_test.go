@@ -1,0 +1,102 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-schedule/schedule/jobs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rotate returns urls starting at the i-th.
+func rotate(urls []string, i int) []string {
+	return append(append([]string(nil), urls[i:]...), urls[:i]...)
+}
+
+// TestThreeWorkersStartAtOnceOnFreshR3 starts three workers at the same
+// moment on a fresh three-server cluster, each creating the replicated
+// buckets: all become ready, and every job runs once.
+func TestThreeWorkersStartAtOnceOnFreshR3(t *testing.T) {
+	urls := startCluster(t)
+	var evs events
+	ws := make([]*jobs.Worker, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range 3 {
+		nc := dialAll(t, rotate(urls, i))
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := jobs.Open(ctx, nc, jobs.Config{Replicas: 3})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			ws[i], errs[i] = c.StartWorker(ctx, jobs.WorkerConfig{Node: fmt.Sprint("w", i), Lease: 2 * time.Second, Handler: succeed, OnEvent: evs.add})
+		})
+	}
+	wg.Wait()
+	for i, w := range ws {
+		require.NoError(t, errs[i], "worker %d", i)
+		t.Cleanup(func() {
+			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = w.Stop(c)
+		})
+	}
+	t.Logf("three workers ready in %v", time.Since(start))
+	c, err := jobs.Open(ctxOf(t), dialAll(t, urls), jobs.Config{Replicas: 3})
+	require.NoError(t, err)
+	for i := range 60 {
+		require.NoError(t, c.Add(ctxOf(t), fmt.Sprint("r", i), time.Now().Add(time.Second), nil))
+	}
+	eventually(t, 30*time.Second, func() bool { return evs.count(jobs.EventDone) == 60 }, "all done")
+	assert.Equal(t, 60, evs.count(jobs.EventStart), "each job starts once")
+}
+
+// TestR3ServerLossLosesNoJob checks guarantee 8: with one server of three
+// shut down while jobs come due, every job still runs, and those due
+// during the failover start within 10 s of their due time.
+func TestR3ServerLossLosesNoJob(t *testing.T) {
+	servers, urls := startClusterServers(t)
+	var evs events
+	for i := range 3 {
+		c, err := jobs.Open(ctxOf(t), dialAll(t, rotate(urls, i)), jobs.Config{Replicas: 3})
+		require.NoError(t, err)
+		w, err := c.StartWorker(ctxOf(t), jobs.WorkerConfig{Node: fmt.Sprint("w", i), Lease: 2 * time.Second, Handler: succeed, OnEvent: evs.add})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = w.Stop(c)
+		})
+	}
+	c, err := jobs.Open(ctxOf(t), dialAll(t, rotate(urls, 1)), jobs.Config{Replicas: 3})
+	require.NoError(t, err)
+	const n = 150
+	base := time.Now().Add(time.Second)
+	for i := range n {
+		require.NoError(t, c.Add(ctxOf(t), fmt.Sprint("f", i), base.Add(time.Duration(i)*20*time.Millisecond), nil))
+	}
+	time.Sleep(time.Until(base.Add(time.Second)))
+	servers[0].Shutdown()
+	eventually(t, 60*time.Second, func() bool {
+		done := map[string]bool{}
+		for _, ev := range evs.all() {
+			if ev.Kind == jobs.EventDone {
+				done[ev.Key] = true
+			}
+		}
+		return len(done) == n
+	}, "every job done")
+	for _, ev := range evs.all() {
+		if ev.Kind == jobs.EventStart {
+			assert.Less(t, ev.At.Sub(ev.Due), 10*time.Second, "%s", ev.Key)
+		}
+	}
+}

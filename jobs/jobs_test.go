@@ -1,0 +1,384 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-schedule/schedule/jobs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestAddGetCancelByKey(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	due := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
+	require.NoError(t, c.Add(ctxOf(t), "order 42", due, []byte("x")))
+
+	in, err := c.Get(ctxOf(t), "order 42")
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StatePending, in.State)
+	assert.Equal(t, due, in.Due)
+	assert.Equal(t, 1, in.Attempt)
+
+	existed, err := c.Cancel(ctxOf(t), "order 42")
+	require.NoError(t, err)
+	assert.True(t, existed)
+	in, err = c.Get(ctxOf(t), "order 42")
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateUnknown, in.State)
+	existed, err = c.Cancel(ctxOf(t), "order 42")
+	require.NoError(t, err)
+	assert.False(t, existed, "a second cancel finds nothing")
+}
+
+func TestAddReplacesDueTimeAndPayload(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	later := time.Now().Add(time.Hour)
+	require.NoError(t, c.Add(ctxOf(t), "k", later, []byte("old")))
+	var evs events
+	got := make(chan string, 1)
+	startWorker(t, url, "q", "w1", func(_ context.Context, j jobs.Job) error { got <- string(j.Payload); return nil }, &evs, jobs.WorkerConfig{})
+	require.NoError(t, c.Add(ctxOf(t), "k", time.Now().Add(200*time.Millisecond), []byte("new")))
+	select {
+	case p := <-got:
+		assert.Equal(t, "new", p)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replacement did not run")
+	}
+}
+
+func TestAddUniqueLeavesPendingAloneAndReplacesDead(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	require.NoError(t, c.AddUnique(ctxOf(t), "u", time.Now().Add(time.Hour), nil))
+	assert.ErrorIs(t, c.AddUnique(ctxOf(t), "u", time.Now(), nil), jobs.ErrExists)
+
+	var evs events
+	startWorker(t, url, "q", "w1", func(context.Context, jobs.Job) error { return errors.New("no") }, &evs, jobs.WorkerConfig{Retry: []time.Duration{}})
+	require.NoError(t, c.AddUnique(ctxOf(t), "d", time.Now(), nil))
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("d")) == 2 }, "d dies")
+	in, err := c.Get(ctxOf(t), "d")
+	require.NoError(t, err)
+	require.Equal(t, jobs.StateDead, in.State)
+	require.NoError(t, c.AddUnique(ctxOf(t), "d", time.Now().Add(time.Hour), nil), "a dead job is replaced")
+	in, err = c.Get(ctxOf(t), "d")
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StatePending, in.State)
+}
+
+func TestBadInputIsRefusedBeforeTheEngine(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	for _, k := range []string{"", strings.Repeat("k", 257), "\xff"} {
+		assert.ErrorIs(t, c.Add(ctxOf(t), k, time.Now(), nil), jobs.ErrInvalidKey, "%q", k)
+	}
+	assert.ErrorIs(t, c.Add(ctxOf(t), "k", time.Now(), make([]byte, jobs.MaxPayload+1)), jobs.ErrPayloadTooLarge)
+	_, err := jobs.Open(ctxOf(t), dial(t, url), jobs.Config{Queue: "a b"})
+	assert.ErrorIs(t, err, jobs.ErrInvalidName)
+	_, err = c.StartWorker(ctxOf(t), jobs.WorkerConfig{Node: "n", Lease: 1500 * time.Millisecond, Handler: succeed})
+	assert.ErrorIs(t, err, jobs.ErrInvalidLease)
+}
+
+// TestJobsStartOnTimeNeverEarly checks guarantee 2 on one worker: no
+// attempt starts before its due time, and due is the time asked.
+func TestJobsStartOnTimeNeverEarly(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	startWorker(t, url, "q", "w1", succeed, &evs, jobs.WorkerConfig{})
+	dues := map[string]time.Time{}
+	base := time.Now().Add(time.Second)
+	for i := range 50 {
+		k := fmt.Sprintf("job-%d", i)
+		dues[k] = time.UnixMilli(base.Add(time.Duration(i*13) * time.Millisecond).UnixMilli())
+		require.NoError(t, c.Add(ctxOf(t), k, dues[k], nil))
+	}
+	eventually(t, 15*time.Second, func() bool { return evs.count(jobs.EventDone) == 50 }, "all done")
+	for k, due := range dues {
+		st := evs.of(k)[0]
+		require.Equal(t, jobs.EventStart, st.Kind)
+		assert.Equal(t, due, st.Due, "due is the time asked, to the millisecond")
+		assert.False(t, st.At.Before(due), "%s started %v early", k, due.Sub(st.At))
+		assert.Less(t, st.At.Sub(due), time.Second, "%s late", k)
+	}
+}
+
+// TestRetriesFollowTheWaitsThenDead checks the retry rule: after failed
+// attempt N, attempt N+1 is due Retry[N-1] later; then dead.
+func TestRetriesFollowTheWaitsThenDead(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	waits := []time.Duration{100 * time.Millisecond, 300 * time.Millisecond}
+	startWorker(t, url, "q", "w1", func(context.Context, jobs.Job) error { return errors.New("boom") }, &evs, jobs.WorkerConfig{Retry: waits})
+	require.NoError(t, c.Add(ctxOf(t), "r", time.Now(), nil))
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("r")) == 6 }, "three attempts end")
+	got := evs.of("r")
+	kinds := []jobs.EventKind{}
+	for _, ev := range got {
+		kinds = append(kinds, ev.Kind)
+	}
+	assert.Equal(t, []jobs.EventKind{"start", "fail", "start", "fail", "start", "dead"}, kinds)
+	for i, w := range waits {
+		fail, next := got[2*i+1], got[2*i+2]
+		assert.Equal(t, w, fail.Next.Sub(fail.At).Round(time.Millisecond), "the wait after attempt %d", i+1)
+		assert.Equal(t, time.UnixMilli(fail.Next.UnixMilli()), next.Due)
+		assert.Equal(t, i+2, next.Attempt)
+		assert.False(t, next.At.Before(next.Due))
+	}
+	in, err := c.Get(ctxOf(t), "r")
+	require.NoError(t, err)
+	assert.Equal(t, jobs.StateDead, in.State)
+	assert.Equal(t, 3, in.Attempt)
+}
+
+// TestReplacementDuringRunningAttemptStands checks guarantee 3: the end of
+// an attempt running when its job is replaced is superseded, and the
+// replacement neither is erased nor runs early.
+func TestReplacementDuringRunningAttemptStands(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	release := make(chan struct{})
+	startWorker(t, url, "q", "w1", func(_ context.Context, j jobs.Job) error {
+		if string(j.Payload) == "slow" {
+			<-release
+		}
+		return nil
+	}, &evs, jobs.WorkerConfig{})
+	require.NoError(t, c.Add(ctxOf(t), "k", time.Now(), []byte("slow")))
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) == 1 }, "the first attempt starts")
+	due := time.UnixMilli(time.Now().Add(1500 * time.Millisecond).UnixMilli())
+	require.NoError(t, c.Add(ctxOf(t), "k", due, []byte("fast")))
+	close(release)
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) == 4 }, "both attempts end")
+	got := evs.of("k")
+	assert.Equal(t, jobs.EventSuperseded, got[1].Kind)
+	assert.Equal(t, jobs.EventStart, got[2].Kind)
+	assert.Equal(t, due, got[2].Due)
+	assert.False(t, got[2].At.Before(due), "the replacement never runs early")
+	assert.Equal(t, jobs.EventDone, got[3].Kind)
+}
+
+// TestCancelRacingDueTime cancels jobs just as they come due, while they
+// would otherwise retry every 300 ms: after the cancels, no attempt of any
+// of them starts (100 ms allowed for a start already landed to be
+// reported), and none is left.
+func TestCancelRacingDueTime(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	wait := 300 * time.Millisecond
+	startWorker(t, url, "q", "w1", func(context.Context, jobs.Job) error { return errors.New("again") }, &evs, jobs.WorkerConfig{Retry: []time.Duration{wait, wait, wait, wait}})
+	due := time.Now().Add(500 * time.Millisecond)
+	const n = 40
+	for i := range n {
+		require.NoError(t, c.Add(ctxOf(t), fmt.Sprint("c", i), due, nil))
+	}
+	time.Sleep(time.Until(due))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, err := c.Cancel(ctxOf(t), fmt.Sprint("c", i))
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	settled := time.Now().Add(100 * time.Millisecond)
+	time.Sleep(4 * wait)
+	for _, ev := range evs.all() {
+		if ev.Kind == jobs.EventStart {
+			assert.True(t, ev.At.Before(settled), "%s attempt %d started after its cancel", ev.Key, ev.Attempt)
+		}
+	}
+	for i := range n {
+		in, err := c.Get(ctxOf(t), fmt.Sprint("c", i))
+		require.NoError(t, err)
+		assert.Equal(t, jobs.StateUnknown, in.State)
+	}
+}
+
+// TestOddKeysRoundTrip runs jobs whose keys hold spaces, dots, wildcards,
+// non-ASCII and 256 bytes, and gets each back as given.
+func TestOddKeysRoundTrip(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	startWorker(t, url, "q", "w1", succeed, &evs, jobs.WorkerConfig{})
+	keys := []string{"a b", "a.b", "*", ">", "a.*.>", "héllo wörld", "日本", "_5F", "Case", "case", strings.Repeat("é", 128), "-"}
+	for _, k := range keys {
+		require.NoError(t, c.Add(ctxOf(t), k, time.Now(), nil), "%q", k)
+	}
+	eventually(t, 10*time.Second, func() bool { return evs.count(jobs.EventDone) == len(keys) }, "all done")
+	for _, k := range keys {
+		assert.Len(t, evs.of(k), 2, "%q", k)
+	}
+}
+
+// TestJobsSpreadOverWorkers checks guarantee 4 and exactly-once on a
+// healthy fleet of three in-process workers.
+func TestJobsSpreadOverWorkers(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	ws := []*jobs.Worker{}
+	for i := range 3 {
+		ws = append(ws, startWorker(t, url, "q", fmt.Sprint("w", i), succeed, &evs, jobs.WorkerConfig{}))
+	}
+	eventually(t, 10*time.Second, func() bool {
+		n := 0
+		for _, w := range ws {
+			n += w.Held()
+		}
+		return n == jobs.Partitions
+	}, "the partitions are shared out")
+	const n = 300
+	for i := range n {
+		require.NoError(t, c.Add(ctxOf(t), fmt.Sprint("s", i), time.Now().Add(500*time.Millisecond), nil))
+	}
+	eventually(t, 20*time.Second, func() bool { return evs.count(jobs.EventDone) == n }, "all done")
+	per := map[string]int{}
+	for _, ev := range evs.all() {
+		if ev.Kind == jobs.EventStart {
+			per[ev.Node]++
+		}
+	}
+	assert.Equal(t, n, evs.count(jobs.EventStart), "each job starts once")
+	for _, w := range ws {
+		assert.Greater(t, per[w.Node()], n/10, "%s runs its share", w.Node())
+	}
+}
+
+// TestStopHandsPendingJobsToLiveWorkersAtOnce checks guarantee 6: the
+// pending jobs of a stopped worker start on time elsewhere, with no lease
+// wait (the lease here is far longer than the test).
+func TestStopHandsPendingJobsToLiveWorkersAtOnce(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
+	w0 := startWorker(t, url, "q", "w0", succeed, &evs, cfg)
+	require.Equal(t, jobs.Partitions, w0.Held())
+	due := time.Now().Add(1500 * time.Millisecond)
+	for i := range 50 {
+		require.NoError(t, c.Add(ctxOf(t), fmt.Sprint("h", i), due, nil))
+	}
+	eventually(t, 5*time.Second, func() bool { return w0.Pending() == 50 }, "w0 holds every job")
+	w1 := startWorker(t, url, "q", "w1", succeed, &evs, cfg)
+	eventually(t, 5*time.Second, func() bool { return w1.Held() > 0 }, "w1 takes partitions")
+	require.NoError(t, w0.Stop(ctxOf(t)))
+	eventually(t, 10*time.Second, func() bool { return evs.count(jobs.EventDone) == 50 }, "all done")
+	for _, ev := range evs.all() {
+		if ev.Kind == jobs.EventStart {
+			assert.Equal(t, "w1", ev.Node)
+			assert.Less(t, ev.At.Sub(ev.Due), time.Second, "%s starts within 1 s of its due time", ev.Key)
+		}
+	}
+}
+
+// TestClaimLostDuringTakeoverStartsOnce races two workers' starts of the
+// same recorded attempt (both believe they hold its partition): the
+// compare-and-set on the record's revision lets exactly one start it.
+func TestClaimLostDuringTakeoverStartsOnce(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
+	a := startWorker(t, url, "q", "a", succeed, &evs, cfg)
+	b := startWorker(t, url, "q", "b", succeed, &evs, cfg)
+	for i := range 20 {
+		k := fmt.Sprint("t", i)
+		// Due already: its owner's heap fires it too, a third contender.
+		require.NoError(t, c.Add(ctxOf(t), k, time.Now().Add(-time.Second), nil))
+		in, err := c.Get(ctxOf(t), k)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		wg.Go(func() { a.AttemptAt(k, in.Revision) })
+		wg.Go(func() { b.AttemptAt(k, in.Revision) })
+		wg.Wait()
+	}
+	eventually(t, 10*time.Second, func() bool { return evs.count(jobs.EventDone) == 20 }, "all done")
+	assert.Equal(t, 20, evs.count(jobs.EventStart), "each job starts once")
+	assert.Equal(t, 0, evs.count(jobs.EventSuperseded))
+}
+
+// TestAttemptLongerThanLeaseRunsOnce checks guarantee 3 for an attempt
+// that outlives several leases: its worker lives, so nobody else starts it.
+func TestAttemptLongerThanLeaseRunsOnce(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	h := func(ctx context.Context, j jobs.Job) error {
+		select {
+		case <-time.After(3500 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	cfg := jobs.WorkerConfig{Lease: time.Second}
+	startWorker(t, url, "q", "a", h, &evs, cfg)
+	startWorker(t, url, "q", "b", h, &evs, cfg)
+	for i := range 6 {
+		require.NoError(t, c.Add(ctxOf(t), fmt.Sprint("l", i), time.Now(), nil))
+	}
+	eventually(t, 20*time.Second, func() bool { return evs.count(jobs.EventDone) == 6 }, "all done")
+	assert.Equal(t, 6, evs.count(jobs.EventStart))
+}
+
+// TestQuietFleetSendsNothingPerPendingJob checks guarantee 9: while
+// nothing is due or added, the engine's inbound messages over a second do
+// not grow with the number of pending jobs.
+func TestQuietFleetSendsNothingPerPendingJob(t *testing.T) {
+	s, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	startWorker(t, url, "q", "w1", succeed, &evs, jobs.WorkerConfig{Lease: 3 * time.Second})
+	measure := func() int64 {
+		v0, err := s.Varz(nil)
+		require.NoError(t, err)
+		time.Sleep(3 * time.Second)
+		v1, err := s.Varz(nil)
+		require.NoError(t, err)
+		return v1.InMsgs - v0.InMsgs
+	}
+	l := c.NewLoader()
+	for i := range 2000 {
+		require.NoError(t, l.Add(ctxOf(t), fmt.Sprint("q", i), time.Now().Add(time.Hour), nil))
+	}
+	_, err := l.Wait(ctxOf(t))
+	require.NoError(t, err)
+	time.Sleep(time.Second)
+	quiet := measure()
+	assert.Less(t, quiet, int64(50), "2,000 pending jobs: %d messages in 3 s", quiet)
+}
+
+// TestBacklogStartsSoonAfterTheFirstWorker checks guarantee 7: 1,000 jobs
+// that came due while no worker ran all start within 5 s of the first
+// worker's ready.
+func TestBacklogStartsSoonAfterTheFirstWorker(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	l := c.NewLoader()
+	for i := range 1000 {
+		require.NoError(t, l.Add(ctxOf(t), fmt.Sprint("b", i), time.Now().Add(-time.Minute), nil))
+	}
+	_, err := l.Wait(ctxOf(t))
+	require.NoError(t, err)
+	var evs events
+	startWorker(t, url, "q", "w1", succeed, &evs, jobs.WorkerConfig{})
+	ready := time.Now()
+	eventually(t, 30*time.Second, func() bool { return evs.count(jobs.EventDone) == 1000 }, "the backlog drains")
+	for _, ev := range evs.all() {
+		if ev.Kind == jobs.EventStart {
+			assert.Less(t, ev.At.Sub(ready), 5*time.Second, "%s", ev.Key)
+		}
+	}
+	assert.Equal(t, 1000, evs.count(jobs.EventStart))
+}
