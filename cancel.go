@@ -44,7 +44,7 @@ type canceller interface {
 	// cancelled is called by CancelTask, on the caller's goroutine, once it
 	// has cancelled the task of generation gen in slot, of slab shard k.
 	cancelled(slot, gen uint32, k uint8)
-	// tombstones returns the number of dead entries in the heap, or on their
+	// tombstones returns the number of tombstones in the heap, or on their
 	// way to it; any goroutine may call it.
 	tombstones() int64
 
@@ -53,13 +53,13 @@ type canceller interface {
 	// or reports false, and the owner then pushes a new entry, which makes
 	// the old one a tombstone.
 	movedEarlier(h *deadlineHeap, slot uint32, when int64) (moved bool)
-	// discarded counts n dead entries that left the heap, or the add of a
+	// discarded counts n tombstones that left the heap, or the add of a
 	// task cancelled before its entry was pushed.
 	discarded(n int)
 
 	// wantsRebuild reports, once per loop iteration, that a heap of
 	// heapLen entries should be rebuilt. beforeTrim says, when the slab
-	// has chunks to give back, whether it may now (no entry may name a
+	// has chunks to trim, whether it may now (no entry may name a
 	// slot of such a chunk), and whether the heap must be rebuilt first.
 	// beforeSleep runs before the owner sleeps.
 	wantsRebuild(heapLen int) bool
@@ -70,7 +70,7 @@ type canceller interface {
 // newCanceller returns the canceller of strategy c. Eager cancel sends its
 // removals through in; lazy cancel wakes the owner through in, reads the
 // cancels counted in counts, and weighs a rebuild against the chunks sl
-// has to give back.
+// has to trim.
 func newCanceller(c CancelStrategy, sl *slab, in *inbox, counts *taskCounts) canceller {
 	if c == EagerCancel {
 		return &eager{inbox: in}
@@ -100,11 +100,11 @@ type lazy struct {
 	slab   *slab       // to weigh a rebuild against the chunks it frees
 	counts *taskCounts // every cancel counted there made a tombstone
 
-	// dead is the owner's part of the tombstone count: the tombstones it
-	// made (movedEarlier) less those it discarded. Only the owner writes
+	// ownTombs is the owner's part of the tombstone count: the tombstones
+	// it made (movedEarlier) less those it discarded. Only the owner writes
 	// it.
-	dead atomic.Int64
-	room [shardCount]struct {
+	ownTombs atomic.Int64
+	room     [shardCount]struct {
 		n atomic.Int64
 		_ cacheLinePad
 	}
@@ -118,7 +118,7 @@ type lazy struct {
 
 // rebuildShare: tombstones may make up at most 1/rebuildShare of the heap,
 // a quarter of the live entries, so the heap holds at most 1.25 entries per
-// live task. (The Go runtime's timers let dead ones make up 1/4 of the heap,
+// live task. (The Go runtime's timers let deleted ones make up 1/4 of the heap,
 // 1.33 entries per live one.)
 const rebuildShare = 5
 
@@ -131,17 +131,17 @@ func (l *lazy) cancelled(_, _ uint32, k uint8) {
 // tombstones may count, for a moment, a tombstone the owner has already
 // discarded, before the cancel that made it is counted: hence the clamp.
 func (l *lazy) tombstones() int64 {
-	return max(l.dead.Load()+int64(l.counts.cancelled()), 0)
+	return max(l.ownTombs.Load()+int64(l.counts.cancelled()), 0)
 }
 
 // movedEarlier leaves the entry where it is, to become a tombstone once
 // the owner has pushed the new one.
 func (l *lazy) movedEarlier(*deadlineHeap, uint32, int64) bool {
-	l.dead.Store(l.dead.Load() + 1)
+	l.ownTombs.Store(l.ownTombs.Load() + 1)
 	return false
 }
 
-func (l *lazy) discarded(n int) { l.dead.Store(l.dead.Load() - int64(n)) }
+func (l *lazy) discarded(n int) { l.ownTombs.Store(l.ownTombs.Load() - int64(n)) }
 
 func (l *lazy) wantsRebuild(heapLen int) bool {
 	d := l.tombstones()
@@ -149,7 +149,7 @@ func (l *lazy) wantsRebuild(heapLen int) bool {
 }
 
 // beforeTrim clears the heap of tombstones, which may name free slots,
-// before the slab gives chunks back. The rebuild costs O(n), so it is done
+// before the slab trims chunks. The rebuild costs O(n), so it is done
 // for the chunks only when they hold at least 1/trimShare as many slots as
 // the heap has entries; smaller chunks wait for the next rebuild that
 // tombstones call for anyway (wantsRebuild), or for more chunks to empty.

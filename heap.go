@@ -76,7 +76,7 @@ func (h *deadlineHeap) indexOf(slot uint32) (int, bool) {
 // copies, and first touches, about two entries' worth of fresh memory per
 // entry rather than five, and the copies happen on the owner goroutine,
 // which every add waits behind. The price is capacity: up to twice the
-// entries while the heap grows, which shrink gives back as it empties.
+// entries while the heap grows, which shrink undoes as the heap empties.
 func (h *deadlineHeap) push(e entry) {
 	if len(h.items) == cap(h.items) {
 		h.resize(2 * len(h.items))
@@ -177,7 +177,7 @@ func (h *deadlineHeap) heapify() {
 	}
 }
 
-// shrink gives memory back after the heap emptied out: when less than
+// shrink fits the heap's capacity after it emptied out: when less than
 // 1/shrinkShare of its capacity is used, the slice is copied into one twice
 // the length, and so are the positions, if they are kept, when less than
 // 1/shrinkShare of them cover a slot that has an entry. Growth and

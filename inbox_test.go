@@ -82,7 +82,7 @@ func TestFarEarlierResetsWaitForOnePassOverTheHeap(t *testing.T) {
 		assert.Equal(t, never, s.inbox.movedEarlier.Load())
 		s.step(int64(4 * time.Hour))
 		var got []TaskID
-		for _, d := range s.runs.q.items[s.runs.q.head:] {
+		for _, d := range s.runner.q.items[s.runner.q.head:] {
 			got = append(got, s.slab.id(d.slot, s.slab.at(d.slot).gen.Load()))
 		}
 		require.Len(t, got, 5)

@@ -31,9 +31,9 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 	}
 	assert.Equal(t, uint32(1), task.tag)
 	s.step(int64(2 * time.Hour))
-	require.Len(t, s.runs.q.items, 1, "dispatched once")
+	require.Len(t, s.runner.q.items, 1, "dispatched once")
 	var fb freeBatch
-	s.runs.runJob(s.runs.q.items[0], &fb)
+	s.runner.runJob(s.runner.q.items[0], &fb)
 	assert.Equal(t, 1, ran)
 	assert.Equal(t, 0, s.owner.heap.len(), "every tombstone was discarded")
 	assert.Equal(t, int64(0), s.cancel.tombstones())

@@ -30,7 +30,7 @@ type ownerShares struct {
 	clock
 	slab   *slab
 	inbox  *inbox
-	runs   *runner
+	runner *runner
 	cancel canceller
 	out    *outcomes
 	quit   <-chan struct{}
@@ -172,15 +172,15 @@ func (o *owner) work(now int64) {
 		o.rebuild()
 	}
 	o.flush()
-	if o.slab.wantsTrim() && o.readyToTrim() {
+	if o.slab.trimAsked() && o.readyToTrim() {
 		o.slab.trim()
 	}
 	o.shrinkWhenQuiet(now)
 }
 
-// readyToTrim reports whether the slab may give chunks back now, rebuilding
+// readyToTrim reports whether the slab may trim chunks now, rebuilding
 // the heap first if the strategy asks for it: no entry may name a slot of a
-// chunk given back.
+// trimmed chunk.
 func (o *owner) readyToTrim() bool {
 	trim, rebuild := o.cancel.beforeTrim(o.heap.len())
 	if rebuild {
@@ -201,7 +201,7 @@ func (o *owner) collectDueAhead(now int64) { o.collectDue(min(now, o.inbox.waiti
 func (o *owner) apply(r op) {
 	ch := o.slab.chunkOf(r.slot)
 	if ch == nil {
-		return // the task is gone, and its chunk given back
+		return // the task is gone, and its chunk trimmed
 	}
 	t := &ch.tasks[r.slot&(chunkSize-1)]
 	if t.generation() != r.gen {
@@ -283,7 +283,7 @@ func (o *owner) collectDue(now int64) {
 		}
 		if w&flagRepeat == 0 {
 			// One-shot: hand the slot from the owner to the worker.
-			if !t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusFired|flagRunning) {
+			if !t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusDue|flagRunning) {
 				continue // a caller changed it meanwhile; look again
 			}
 			o.heap.pop()
@@ -347,7 +347,7 @@ func (o *owner) handOver() {
 	if len(o.dueNow) == 0 {
 		return
 	}
-	o.runs.q.put(o.dueNow)
+	o.runner.q.put(o.dueNow)
 	o.dueNow = o.dueNow[:0]
 }
 
@@ -356,14 +356,14 @@ func (o *owner) handOver() {
 // it sets retryAt, backing off from minRetry to maxRetry; jobs stay queued
 // meanwhile, and drains already going keep taking them.
 func (o *owner) startDrains() {
-	err := o.runs.start()
+	err := o.runner.start()
 	switch {
 	case err == nil:
 		o.retryAt, o.backoff = 0, 0
 	case errors.Is(err, ants.ErrPoolClosed):
 		// A pool given with WithPool was released under the scheduler: no
 		// queued job can ever run.
-		o.runs.dropQueued()
+		o.runner.dropQueued()
 		o.retryAt, o.backoff = 0, 0
 	default:
 		o.backoff = min(max(2*o.backoff, minRetry), maxRetry)

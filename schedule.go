@@ -35,7 +35,7 @@ type Scheduler struct {
 	_      cacheLinePad
 	owner  owner
 	_      cacheLinePad
-	runs   runner
+	runner runner
 	_      cacheLinePad
 	out    outcomes
 
@@ -100,7 +100,7 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 	s := &Scheduler{clock: clock{time.Now()}, quit: make(chan struct{})}
 	s.slab.init(rand.Uint64)
 	s.inbox.init()
-	s.runs = runner{
+	s.runner = runner{
 		pool:    pool,
 		clock:   s.clock,
 		slab:    &s.slab,
@@ -109,16 +109,16 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 		onPanic: cfg.onPanic,
 		logger:  cfg.logger,
 	}
-	s.runs.q.init(workers)
-	s.runs.drainFn = s.runs.drain
+	s.runner.q.init(workers)
+	s.runner.drainFn = s.runner.drain
 	s.owner.ownerShares = ownerShares{
-		clock: s.clock,
-		slab:  &s.slab,
-		inbox: &s.inbox,
-		runs:  &s.runs,
-		out:   &s.out,
-		quit:  s.quit,
-		done:  make(chan struct{}),
+		clock:  s.clock,
+		slab:   &s.slab,
+		inbox:  &s.inbox,
+		runner: &s.runner,
+		out:    &s.out,
+		quit:   s.quit,
+		done:   make(chan struct{}),
 	}
 	s.cancel = newCanceller(cfg.strategy, &s.slab, &s.inbox, &s.counts)
 	s.owner.cancel = s.cancel
@@ -132,9 +132,9 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 // it as soon as a worker is free; a delay too long to represent (about 18
 // years from New) is accepted, and the job never comes due.
 //
-// It returns ErrNilJob for a nil job, ErrShutdown after Shutdown, and
-// ErrTooManyTasks when 2^32-1 tasks are held at once. It may wait while
-// requests back up (see Scheduler).
+// It returns [ErrNilJob] for a nil job, [ErrShutdown] after Shutdown, and
+// [ErrTooManyTasks] when the scheduler is full. It may wait while requests
+// back up (see [Scheduler]).
 func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -195,10 +195,10 @@ func (s *Scheduler) ScheduleAtWith(job func(id TaskID, arg any), arg any, at tim
 // stalled, is skipped (see Stats.Skipped), so the task never runs
 // concurrently with itself and never bursts to catch up.
 //
-// It returns ErrNilJob for a nil job, ErrInvalidInterval for an interval of
-// zero or less, ErrShutdown after Shutdown, and ErrTooManyTasks when 2^32-1
-// tasks are held at once. It may wait while requests back up (see
-// Scheduler).
+// It returns [ErrNilJob] for a nil job, [ErrInvalidInterval] for an
+// interval of zero or less, [ErrShutdown] after Shutdown, and
+// [ErrTooManyTasks] when the scheduler is full. It may wait while requests
+// back up (see [Scheduler]).
 func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -382,7 +382,7 @@ func (s *Scheduler) Shutdown() { s.stop() }
 // only return ctx.Err() there.
 func (s *Scheduler) ShutdownContext(ctx context.Context) error {
 	s.stop()
-	for _, done := range []<-chan struct{}{s.runs.q.idle, s.poolDone} {
+	for _, done := range []<-chan struct{}{s.runner.q.idle, s.poolDone} {
 		if done == nil {
 			continue
 		}
@@ -404,7 +404,7 @@ func (s *Scheduler) stop() {
 		<-s.owner.done
 		// The owner has dropped what was pending and queues nothing more:
 		// close the run queue and drop the due jobs no drain has taken.
-		s.runs.close()
+		s.runner.close()
 		if s.poolDone != nil {
 			// Released exactly once, here. Waiting for the workers to exit is
 			// left to a goroutine of its own, so that Shutdown returns at once
@@ -413,7 +413,7 @@ func (s *Scheduler) stop() {
 				// The only call that releases the pool (ants' Release and
 				// ReleaseContext race when called concurrently). It returns
 				// once every worker and ants' own goroutines have exited.
-				_ = s.runs.pool.ReleaseContext(context.Background())
+				_ = s.runner.pool.ReleaseContext(context.Background())
 				close(s.poolDone)
 			}()
 		}

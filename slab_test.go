@@ -32,7 +32,7 @@ func TestSlotWhoseGenerationWouldWrapIsNeverReused(t *testing.T) {
 	s.slab.free([]uint32{slot}) // the slot must be retired for good
 	assert.Zero(t, task.gen.Load())
 	for k := range s.slab.shards {
-		assert.Empty(t, s.slab.shards[k].free)
+		assert.Empty(t, s.slab.shards[k].vacant)
 	}
 
 	next, _, _ := s.allocSlot()
@@ -179,9 +179,9 @@ func TestTombstonesNeverReachAChunkGivenBack(t *testing.T) {
 	require.Positive(t, s.cancel.tombstones(), "tombstones in the heap")
 
 	at := s.now() + int64(time.Hour)
-	s.step(at)                              // every task comes due...
-	s.runs.dropDue(s.runs.q.takeAll(false)) // ...and its run ends, freeing its slot
-	s.step(at)                              // the chunks go, and the tombstones first
+	s.step(at)                                  // every task comes due...
+	s.runner.dropDue(s.runner.q.takeAll(false)) // ...and its run ends, freeing its slot
+	s.step(at)                                  // the chunks go, and the tombstones first
 	assert.Zero(t, s.cancel.tombstones())
 	assert.Zero(t, s.owner.heap.len())
 	assert.Less(t, liveChunks(s), peak, "no chunk given back")

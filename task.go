@@ -44,7 +44,7 @@ func (id TaskID) gen() uint32 { return uint32(id >> 32) }
 const (
 	statusPending   = 0
 	statusCancelled = 1
-	statusFired     = 2
+	statusDue       = 2
 	statusMask      = 3
 
 	flagRunning = 1 << 2
@@ -229,7 +229,7 @@ func (t *task) lockCurrent() uint32 {
 	}
 }
 
-// unlock releases the task's lock, leaving generation g: the one it was
+// unlock opens the task's lock, leaving generation g: the one it was
 // taken at, or the next one when the slot has just been freed.
 func (t *task) unlock(g uint32) { t.gen.Store(g) }
 
