@@ -38,12 +38,16 @@ func (c CancelStrategy) String() string {
 // entry, and when the heap must be rebuilt. The owner pushes entries and
 // tells a task's current entry from its tombstones itself (task.tag); a
 // strategy holds no reference to the owner or to a task, and gets what it
-// needs as arguments. The owner goroutine calls every method but cancelled
-// and tombstones.
+// needs as arguments. The owner goroutine calls every method but
+// cancelled, cancels and tombstones.
 type canceller interface {
 	// cancelled is called by CancelTask, on the caller's goroutine, once it
-	// has cancelled the task of generation gen in slot, of slab shard k.
+	// has cancelled the task of generation gen in slot, of slab shard k. It
+	// counts the cancel.
 	cancelled(slot, gen uint32, k uint8)
+	// cancels returns the number of cancels counted; any goroutine may
+	// call it.
+	cancels() uint64
 	// tombstones returns the number of tombstones in the heap, or on their
 	// way to it; any goroutine may call it.
 	tombstones() int64
@@ -68,18 +72,39 @@ type canceller interface {
 }
 
 // newCanceller returns the canceller of strategy c. Eager cancel sends its
-// removals through in; lazy cancel wakes the owner through in, reads the
-// cancels counted in counts, and weighs a rebuild against the chunks sl
-// has to trim.
-func newCanceller(c CancelStrategy, sl *slab, in *inbox, counts *taskCounts) canceller {
+// removals through in; lazy cancel wakes the owner through in, and weighs a
+// rebuild against the chunks sl has to trim.
+func newCanceller(c CancelStrategy, sl *slab, in *inbox) canceller {
 	if c == EagerCancel {
 		return &eager{inbox: in}
 	}
-	l := &lazy{inbox: in, slab: sl, counts: counts}
-	for i := range l.room {
-		l.room[i].n.Store(1) // until the owner shares out room
+	l := &lazy{inbox: in, slab: sl}
+	for i := range l.shards {
+		l.shards[i].room.Store(1) // until the owner shares out room
 	}
 	return l
+}
+
+// cancelCounts counts the cancels, in one shard per slab shard, so that no
+// cache line takes a write from every cancel on every core: a cancel counts
+// in its task's shard, which for a caller that adds and cancels on one core
+// is that core's. Readers sum the shards. Lazy cancel keeps each shard's
+// room (see lazy) beside its count, in the cache line the cancel writes
+// anyway.
+type cancelCounts struct {
+	shards [shardCount]struct {
+		n    atomic.Uint64
+		room atomic.Int64 // lazy only
+		_    cacheLinePad
+	}
+}
+
+func (c *cancelCounts) cancels() uint64 {
+	var n uint64
+	for i := range c.shards {
+		n += c.shards[i].n.Load()
+	}
+	return n
 }
 
 // lazy is the lazy cancel strategy: CancelTask only marks the task
@@ -89,25 +114,21 @@ func newCanceller(c CancelStrategy, sl *slab, in *inbox, counts *taskCounts) can
 // tombstones by their tags (task.tag).
 //
 // Tombstones are bounded: the owner rebuilds the heap in O(n) once they
-// make up more than 1/rebuildShare of it. Cancels never
-// message the owner, so to look at the heap in time it shares out, before
-// it sleeps, the cancels that would take the heap there among the shards
-// (room); the cancel that uses up its shard's share wakes it. However the
-// cancels fall on the shards, one of them uses up its share by the time the
-// total does, give or take one per shard.
+// make up more than 1/rebuildShare of it. Cancels never message the owner,
+// so to look at the heap in time it shares out, before it sleeps, the
+// cancels that would take the heap there among the shards (the room of
+// cancelCounts); the cancel that uses up its shard's share wakes it.
+// However the cancels fall on the shards, one of them uses up its share by
+// the time the total does, give or take one per shard.
 type lazy struct {
-	inbox  *inbox      // to wake the owner when a shard's room runs out
-	slab   *slab       // to weigh a rebuild against the chunks it frees
-	counts *taskCounts // every cancel counted there made a tombstone
+	cancelCounts        // every cancel counted made a tombstone
+	inbox        *inbox // to wake the owner when a shard's room runs out
+	slab         *slab  // to weigh a rebuild against the chunks it frees
 
 	// ownTombs is the owner's part of the tombstone count: the tombstones
 	// it made (movedEarlier) less those it discarded. Only the owner writes
 	// it.
 	ownTombs atomic.Int64
-	room     [shardCount]struct {
-		n atomic.Int64
-		_ cacheLinePad
-	}
 	// What the last sharing of room was based on (owner only): the cancels
 	// counted and the heap's length then.
 	sharedAt struct {
@@ -123,7 +144,9 @@ type lazy struct {
 const rebuildShare = 5
 
 func (l *lazy) cancelled(_, _ uint32, k uint8) {
-	if l.room[k].n.Add(-1) == 0 {
+	sh := &l.shards[k]
+	sh.n.Add(1)
+	if sh.room.Add(-1) == 0 {
 		l.inbox.wakeOwner()
 	}
 }
@@ -131,7 +154,7 @@ func (l *lazy) cancelled(_, _ uint32, k uint8) {
 // tombstones may count, for a moment, a tombstone the owner has already
 // discarded, before the cancel that made it is counted: hence the clamp.
 func (l *lazy) tombstones() int64 {
-	return max(l.ownTombs.Load()+int64(l.counts.cancelled()), 0)
+	return max(l.ownTombs.Load()+int64(l.cancels()), 0)
 }
 
 // movedEarlier leaves the entry where it is, to become a tombstone once
@@ -169,15 +192,15 @@ func (l *lazy) beforeTrim(heapLen int) (trim, rebuild bool) {
 // last sharing, it leaves them, and the owner writes to no shard's cache
 // line.
 func (l *lazy) beforeSleep(heapLen int) {
-	cancels, n := l.counts.cancelled(), heapLen
+	cancels, n := l.cancels(), heapLen
 	if cancels == l.sharedAt.cancels && n >= l.sharedAt.heap {
 		return
 	}
 	l.sharedAt.cancels, l.sharedAt.heap = cancels, n
 	room := int64(n)/rebuildShare - l.tombstones() + 1
 	share := max((room+shardCount-1)/shardCount, 1)
-	for i := range l.room {
-		l.room[i].n.Store(share)
+	for i := range l.shards {
+		l.shards[i].room.Store(share)
 	}
 }
 
@@ -187,10 +210,12 @@ func (l *lazy) beforeSleep(heapLen int) {
 // heap holds exactly the live tasks. No entry is ever a tombstone, and there
 // are none to count: a task's one entry always carries its current tag.
 type eager struct {
+	cancelCounts
 	inbox *inbox // where CancelTask sends the removal
 }
 
 func (e *eager) cancelled(slot, gen uint32, k uint8) {
+	e.shards[k].n.Add(1)
 	e.inbox.send(k, op{slot: slot, gen: gen, kind: opRemove}, 0)
 }
 

@@ -93,6 +93,18 @@ const (
 // stream of deadlines would make the jobs due meanwhile that late.
 const quietGap = 10 * time.Millisecond
 
+// init sets the owner up, before its goroutine starts, with the parts it
+// shares (all but done, which it makes). With positions set, its heap keeps
+// every entry's position, for eager cancel, which removes a task's entry by
+// its slot.
+func (o *owner) init(shares ownerShares, positions bool) {
+	o.ownerShares = shares
+	o.done = make(chan struct{})
+	if positions {
+		o.heap.keepPositions()
+	}
+}
+
 // loop is the owner goroutine.
 func (o *owner) loop() {
 	defer close(o.done)
@@ -207,7 +219,7 @@ func (o *owner) apply(r op) {
 	if t.generation() != r.gen {
 		return // the task is gone and its slot reused
 	}
-	w := t.word.Load()
+	w := t.state()
 	switch r.kind {
 	case opAdd:
 		if wordStatus(w) == statusCancelled {
@@ -283,7 +295,7 @@ func (o *owner) collectDue(now int64) {
 		}
 		if w&flagRepeat == 0 {
 			// One-shot: hand the slot from the owner to the worker.
-			if !t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusDue|flagRunning) {
+			if !t.comeDue(w) {
 				continue // a caller changed it meanwhile; look again
 			}
 			o.heap.pop()
@@ -292,20 +304,18 @@ func (o *owner) collectDue(now int64) {
 			continue
 		}
 		next, missed := nextRun(e.when, o.intervals[e.slot], now)
-		running := w&flagRunning != 0
-		nw := packWord(next, w&flagMask|flagRunning)
-		if running {
-			missed++ // the previous run is still going: skip this one
-			nw = packWord(next, w&flagMask)
-		}
-		if !t.word.CompareAndSwap(w, nw) {
-			continue
+		run, ok := t.repeat(w, next)
+		if !ok {
+			continue // a caller changed it meanwhile; look again
 		}
 		o.heap.setWhen(0, next)
+		if !run {
+			missed++ // the previous run is still going: skip this one
+		}
 		if missed > 0 {
 			o.out.skipped.Add(uint64(missed))
 		}
-		if !running {
+		if run {
 			o.due(e.slot, e.when)
 		}
 	}
@@ -320,7 +330,7 @@ func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
 	if e.tag != t.tag {
 		return nil, 0, false // a tombstone
 	}
-	w = t.word.Load()
+	w = t.state()
 	if wordStatus(w) == statusCancelled {
 		o.letGo(e.slot, t)
 		return nil, 0, false

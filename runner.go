@@ -239,6 +239,16 @@ type runner struct {
 	logger  *slog.Logger // nil: slog.Default(), as it is when a job panics
 }
 
+// init sets the runner up: its jobs run on pool, at most workers at a
+// time, and it reports a panic to onPanic, or else to logger (nil:
+// slog.Default()).
+func (r *runner) init(pool *ants.Pool, workers int, c clock, sl *slab, in *inbox, out *outcomes,
+	onPanic func(TaskID, any), logger *slog.Logger) {
+	*r = runner{pool: pool, clock: c, slab: sl, inbox: in, out: out, onPanic: onPanic, logger: logger}
+	r.q.init(workers)
+	r.drainFn = r.drain
+}
+
 // start submits a drain if jobs are queued and no drain is starting;
 // drains start helpers themselves as they find more jobs waiting. The pool
 // never makes it wait: New's pool is non-blocking and WithPool accepts only
@@ -318,7 +328,7 @@ func (r *runner) endDrain(fb *freeBatch, left, first *bool) {
 func (r *runner) runJob(d due, fb *freeBatch) {
 	t := r.slab.at(d.slot)
 	defer r.finish(d.slot, t, fb)
-	if wordStatus(t.word.Load()) == statusCancelled {
+	if t.isCancelled() {
 		// A repeating task cancelled while its run waited for a worker: the
 		// run has not started, so it never does.
 		return
@@ -395,7 +405,7 @@ func (r *runner) dropDue(ds []due) {
 	var fb freeBatch
 	for _, d := range ds {
 		t := r.slab.at(d.slot)
-		if wordStatus(t.word.Load()) != statusCancelled {
+		if !t.isCancelled() {
 			r.out.dropped.Add(1)
 		}
 		r.finish(d.slot, t, &fb)

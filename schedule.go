@@ -100,31 +100,17 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 	s := &Scheduler{clock: clock{time.Now()}, quit: make(chan struct{})}
 	s.slab.init(rand.Uint64)
 	s.inbox.init()
-	s.runner = runner{
-		pool:    pool,
-		clock:   s.clock,
-		slab:    &s.slab,
-		inbox:   &s.inbox,
-		out:     &s.out,
-		onPanic: cfg.onPanic,
-		logger:  cfg.logger,
-	}
-	s.runner.q.init(workers)
-	s.runner.drainFn = s.runner.drain
-	s.owner.ownerShares = ownerShares{
+	s.runner.init(pool, workers, s.clock, &s.slab, &s.inbox, &s.out, cfg.onPanic, cfg.logger)
+	s.cancel = newCanceller(cfg.strategy, &s.slab, &s.inbox)
+	s.owner.init(ownerShares{
 		clock:  s.clock,
 		slab:   &s.slab,
 		inbox:  &s.inbox,
 		runner: &s.runner,
+		cancel: s.cancel,
 		out:    &s.out,
 		quit:   s.quit,
-		done:   make(chan struct{}),
-	}
-	s.cancel = newCanceller(cfg.strategy, &s.slab, &s.inbox, &s.counts)
-	s.owner.cancel = s.cancel
-	if cfg.strategy == EagerCancel {
-		s.owner.heap.keepPositions() // eager removes a task's entry by its slot
-	}
+	}, cfg.strategy == EagerCancel)
 	return s
 }
 
@@ -243,9 +229,7 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 		return false
 	}
 	slot := s.slab.slotOf(id)
-	k := s.slab.shardOf(slot)
-	s.counts.shards[k].cancelled.Add(1)
-	s.cancel.cancelled(slot, id.gen(), k)
+	s.cancel.cancelled(slot, id.gen(), s.slab.shardOf(slot))
 	return true
 }
 
@@ -298,11 +282,13 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 // represent is reported as about 18 years after New.
 func (s *Scheduler) Deadline(id TaskID) (time.Time, bool) {
 	t := s.slab.lookup(id)
-	if t == nil || !t.lock(id.gen()) {
+	if t == nil {
 		return time.Time{}, false
 	}
-	w := t.word.Load()
-	t.unlock(id.gen())
+	w, ok := t.stateAt(id.gen())
+	if !ok {
+		return time.Time{}, false
+	}
 	switch wordStatus(w) {
 	case statusCancelled:
 		return time.Time{}, false
@@ -322,20 +308,18 @@ func (s *Scheduler) Len() int {
 		return 0
 	}
 	// Ends before starts, so that every end counted comes with its start.
-	n := -s.owner.ended.Load() - int64(s.counts.cancelled())
+	n := -s.owner.ended.Load() - int64(s.cancel.cancels())
 	n += int64(s.counts.scheduled())
 	return int(max(n, 0))
 }
 
-// taskCounts counts the adds and cancels behind Len and Stats, in one
-// shard per slab shard, so that no cache line takes a write from every add
-// and every cancel on every core: an add counts in the shard it took its
-// slot from, and a cancel in its task's shard, which for a caller that adds
-// and cancels on one core is that core's shard. Readers sum the shards.
+// taskCounts counts the adds behind Len and Stats, in one shard per slab
+// shard, so that no cache line takes a write from every add on every core:
+// an add counts in the shard it took its slot from. Readers sum the shards.
+// The cancels are counted by the cancel strategy (cancelCounts).
 type taskCounts struct {
 	shards [shardCount]struct {
 		scheduled atomic.Uint64
-		cancelled atomic.Uint64
 		_         cacheLinePad
 	}
 }
@@ -344,14 +328,6 @@ func (c *taskCounts) scheduled() uint64 {
 	var n uint64
 	for i := range c.shards {
 		n += c.shards[i].scheduled.Load()
-	}
-	return n
-}
-
-func (c *taskCounts) cancelled() uint64 {
-	var n uint64
-	for i := range c.shards {
-		n += c.shards[i].cancelled.Load()
 	}
 	return n
 }
@@ -443,12 +419,7 @@ func (s *Scheduler) add(fn func(TaskID, any), arg any, when int64, interval time
 	if !ok {
 		return 0, ErrTooManyTasks
 	}
-	t.fn, t.arg = fn, arg
-	flags := uint64(statusPending | flagOwned)
-	if interval != 0 {
-		flags |= flagRepeat
-	}
-	t.word.Store(packWord(when, flags))
+	t.begin(fn, arg, when, interval != 0)
 	gen := t.generation()
 	// Counted before the owner can see the task, so that no snapshot counts
 	// its end without its start.
@@ -457,7 +428,7 @@ func (s *Scheduler) add(fn func(TaskID, any), arg any, when int64, interval time
 	if !s.inbox.send(k, op{slot: slot, gen: gen, kind: opAdd, interval: int64(interval)}, when) {
 		// Shut down meanwhile: the task was never scheduled.
 		c.Add(^uint64(0))
-		t.word.Store(statusCancelled)
+		t.abandon()
 		s.slab.free([]uint32{slot})
 		return 0, ErrShutdown
 	}

@@ -331,7 +331,7 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 func (sl *slab) free(slots []uint32) (trim bool) {
 	reusable := slots[:0]
 	for _, slot := range slots {
-		if sl.freeTask(sl.at(slot)) {
+		if sl.at(slot).free(sl.base) {
 			reusable = append(reusable, slot)
 		}
 	}
@@ -363,25 +363,6 @@ func (sl *slab) free(slots []uint32) (trim bool) {
 		slots = slots[n:]
 	}
 	return trim
-}
-
-// freeTask ends the life of the task in slot: it clears the job so that the
-// garbage collector can reclaim it and bumps the generation so that the
-// task's ID no longer names the slot. It reports whether the slot may be
-// reused: a slot whose generations have gone all the way round is never
-// reused (its generation is left at 0, which no ID carries), so no TaskID is
-// ever handed out twice.
-func (sl *slab) freeTask(t *task) bool {
-	g := t.lockCurrent()
-	t.clearJob()
-	if g++; g == genLocked {
-		g = 1
-	}
-	if g == sl.base {
-		g = 0
-	}
-	t.unlock(g)
-	return g != 0
 }
 
 // trimmable reports whether the shard holds enough chunks with every slot

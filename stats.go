@@ -127,7 +127,7 @@ func (s *Scheduler) Stats() Stats {
 	st.Started = s.out.starts.Load()
 	st.Skipped = s.out.skipped.Load()
 	st.Dropped = s.out.dropped.Load()
-	st.Cancelled = s.counts.cancelled()
+	st.Cancelled = s.cancel.cancels()
 	st.Pending = s.Len()
 	st.Scheduled = s.counts.scheduled()
 	st.HeapEntries = int(s.owner.heapLen.Load())

@@ -101,6 +101,68 @@ type task struct {
 	arg any
 }
 
+// The transitions of the state word. Each is named for what it does to
+// the task, and the invariants above hold across each: no other file
+// stores to the word or compares and swaps it.
+
+// begin starts the life of a task in a slot just allocated: it sets the
+// job (fn nil: arg is a func()) and the deadline, and gives the owner its
+// hold, which the add request carries to the owner. Its ID is not
+// published yet, so no one else reads the slot.
+func (t *task) begin(fn func(TaskID, any), arg any, when int64, repeating bool) {
+	t.fn, t.arg = fn, arg
+	flags := uint64(statusPending | flagOwned)
+	if repeating {
+		flags |= flagRepeat
+	}
+	t.word.Store(packWord(when, flags))
+}
+
+// abandon ends the life of a task whose add never reached the owner
+// (Shutdown came first): no one holds it, and the caller frees its slot.
+func (t *task) abandon() { t.word.Store(statusCancelled) }
+
+// state returns the word, for the holders of the slot (the owner, a run),
+// which the slot cannot be freed under.
+func (t *task) state() uint64 { return t.word.Load() }
+
+// stateAt returns the word of the task of generation g, under the task's
+// lock, and false when the slot no longer holds that task.
+func (t *task) stateAt(g uint32) (uint64, bool) {
+	if !t.lock(g) {
+		return 0, false
+	}
+	w := t.word.Load()
+	t.unlock(g)
+	return w, true
+}
+
+// isCancelled reports whether the task was cancelled, for a holder of
+// the slot.
+func (t *task) isCancelled() bool { return wordStatus(t.word.Load()) == statusCancelled }
+
+// comeDue hands a pending one-shot, whose word the owner read as w, from
+// the owner to a run: the task is due, the run holds it, and the owner
+// lets go. It reports false, changing nothing, when a caller changed the
+// word since w was read.
+func (t *task) comeDue(w uint64) bool {
+	return t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusDue|flagRunning)
+}
+
+// repeat moves a pending repeating task, whose word the owner read as w,
+// on to its next deadline, and gives a run a hold on it unless the
+// previous run still holds one (run false: this run is skipped). It
+// reports false in ok, changing nothing, when a caller changed the word
+// since w was read.
+func (t *task) repeat(w uint64, next int64) (run, ok bool) {
+	run = w&flagRunning == 0
+	nw := packWord(next, w&flagMask)
+	if run {
+		nw |= flagRunning
+	}
+	return run, t.word.CompareAndSwap(w, nw)
+}
+
 // call runs the task's job as the task id.
 func (t *task) call(id TaskID) {
 	if t.fn == nil {
@@ -185,6 +247,26 @@ func (t *task) letGo(flag uint64) uint64 {
 }
 
 func unheld(w uint64) bool { return w&(flagOwned|flagRunning) == 0 }
+
+// free ends the life of the task, whose holders have all let go of it: it
+// clears the job so that the garbage collector can reclaim it, and moves
+// the generation on so that the task's ID no longer names the slot. The
+// generations of a slot start at base and count up, skipping 0; when the
+// next would be base again, the slot is retired: its generation is left
+// at 0, which no ID carries, and free reports false, so that the slot is
+// never reused and no TaskID is ever handed out twice.
+func (t *task) free(base uint32) (reusable bool) {
+	g := t.lockCurrent()
+	t.clearJob()
+	if g++; g == genLocked {
+		g = 1
+	}
+	if g == base {
+		g = 0 // retired
+	}
+	t.unlock(g)
+	return g != 0
+}
 
 // genLocked is the top bit of a task's gen: set while someone holds the
 // task's lock. Callers that act on a task by ID (CancelTask, Reset) hold it
