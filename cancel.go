@@ -67,6 +67,10 @@ type canceller interface {
 	// slot of such a chunk), and whether the heap must be rebuilt first.
 	// beforeSleep runs before the owner sleeps.
 	wantsRebuild(heapLen int) bool
+	// regrowth returns how many entries a heap of n entries, just
+	// rebuilt, may grow by before the strategy asks for the next rebuild,
+	// for the heap to keep room for (deadlineHeap.shrinkAfterRebuild).
+	regrowth(n int) int
 	beforeTrim(heapLen int) (trim, rebuild bool)
 	beforeSleep(heapLen int)
 }
@@ -166,6 +170,10 @@ func (l *lazy) movedEarlier(*deadlineHeap, uint32, int64) bool {
 
 func (l *lazy) discarded(n int) { l.ownTombs.Store(l.ownTombs.Load() - int64(n)) }
 
+// regrowth: tombstones may make up 1/rebuildShare of the heap before the
+// next rebuild, so the n entries kept regrow by n/(rebuildShare-1).
+func (l *lazy) regrowth(n int) int { return n / (rebuildShare - 1) }
+
 func (l *lazy) wantsRebuild(heapLen int) bool {
 	d := l.tombstones()
 	return d > 0 && rebuildShare*d > int64(heapLen)
@@ -224,13 +232,12 @@ func (*eager) tombstones() int64 { return 0 }
 // movedEarlier moves the entry in place, from the position the heap
 // keeps for slot.
 func (*eager) movedEarlier(h *deadlineHeap, slot uint32, when int64) bool {
-	if i, ok := h.indexOf(slot); ok && when < h.items[i].when {
-		h.setWhen(i, when)
-	}
+	h.lower(slot, when)
 	return true
 }
 
 func (*eager) discarded(int)                       {}
 func (*eager) wantsRebuild(int) bool               { return false }
+func (*eager) regrowth(int) int                    { return 0 }
 func (*eager) beforeTrim(int) (trim, rebuild bool) { return true, false }
 func (*eager) beforeSleep(int)                     {}

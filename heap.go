@@ -22,9 +22,14 @@ type entry struct {
 // entry that leaves the heap leaves its position behind; indexOf tells it
 // stale by the slot of the entry it points at, and the slot's next entry
 // overwrites it.
+//
+// The heap knows nothing of its users: what its entries stand for, which
+// of them to keep in a rebuild, and when to rebuild are the owner's and the
+// cancel strategy's business (owner.rebuild).
 type deadlineHeap struct {
-	items []entry
-	pos   []uint32 // nil: no positions kept
+	items  []entry
+	pos    []uint32 // nil: no positions kept
+	minPos int      // the fewest positions shrink leaves
 }
 
 // noPosition is the position of a slot that has had no entry yet. No index
@@ -37,9 +42,11 @@ const heapArity = 4
 func (h *deadlineHeap) len() int   { return len(h.items) }
 func (h *deadlineHeap) top() entry { return h.items[0] }
 
-// keepPositions makes the heap record every entry's position. It must be
-// called while the heap is empty.
-func (h *deadlineHeap) keepPositions() {
+// keepPositions makes the heap record every entry's position, for slots
+// up to at least minPos, which shrink never goes below. It must be called
+// while the heap is empty.
+func (h *deadlineHeap) keepPositions(minPos int) {
+	h.minPos = max(minPos, minHeapCap)
 	h.pos = growPositions(nil, minHeapCap)
 }
 
@@ -106,6 +113,45 @@ func (h *deadlineHeap) removeAt(i int) {
 	} else {
 		h.down(i, e)
 	}
+}
+
+// remove removes slot's entry, for a heap that keeps positions, and
+// reports whether there was one.
+func (h *deadlineHeap) remove(slot uint32) bool {
+	i, ok := h.indexOf(slot)
+	if ok {
+		h.removeAt(i)
+	}
+	return ok
+}
+
+// lower moves slot's entry earlier, to when, for a heap that keeps
+// positions; an entry already as early is left where it is. It reports
+// whether slot has an entry.
+func (h *deadlineHeap) lower(slot uint32, when int64) bool {
+	i, ok := h.indexOf(slot)
+	if ok && when < h.items[i].when {
+		h.setWhen(i, when)
+	}
+	return ok
+}
+
+// rebuild keeps the entries for which keep reports true, in O(n), and
+// reports how many it discarded. keep may move an entry's deadline (it
+// gets the entry itself); the heap order is restored afterwards.
+func (h *deadlineHeap) rebuild(keep func(e *entry) bool) (discarded int) {
+	kept := 0
+	for i := range h.items {
+		if keep(&h.items[i]) {
+			h.items[kept] = h.items[i]
+			kept++
+		}
+	}
+	discarded = len(h.items) - kept
+	clear(h.items[kept:])
+	h.items = h.items[:kept]
+	h.heapify()
+	return discarded
 }
 
 // setWhen changes the deadline of the entry at index i and restores the
@@ -197,34 +243,29 @@ func (h *deadlineHeap) shrink() {
 	for _, e := range h.items {
 		top = max(top, e.slot)
 	}
-	if n := int(top) + 1; len(h.pos) > minPositions && len(h.pos)/shrinkShare > n {
-		h.pos = growPositions(h.pos[:n], max(2*n, minPositions))
+	if n := int(top) + 1; len(h.pos) > h.minPos && len(h.pos)/shrinkShare > n {
+		h.pos = growPositions(h.pos[:n], max(2*n, h.minPos))
 	}
 }
 
-// shrinkAfterRebuild fits the capacity to what a lazy heap grows back to
-// before its next rebuild, for use after an O(n) rebuild that discarded
-// many entries (the copy costs no more than the rebuild did). Tombstones
-// may make up 1/rebuildShare of the heap before the next rebuild (cancel.go),
-// so the n entries kept regrow by n/(rebuildShare-1); a further
-// n/shrinkSlack spares the pushes that get it there from ever copying the
-// slice, where shrinking to the bare length would make every push after a
-// rebuild pay for regrowing it.
-func (h *deadlineHeap) shrinkAfterRebuild() {
+// shrinkAfterRebuild fits the capacity to what the heap grows back to
+// before its next rebuild, regrow entries more than it holds, for use
+// after an O(n) rebuild that discarded many entries (the copy costs no
+// more than the rebuild did). A further 1/shrinkSlack of the entries
+// spares the pushes that get it there from ever copying the slice, where
+// shrinking to the bare length would make every push after a rebuild pay
+// for regrowing it.
+func (h *deadlineHeap) shrinkAfterRebuild(regrow int) {
 	n := len(h.items)
-	if want := n + n/(rebuildShare-1) + n/shrinkSlack; cap(h.items) > want+2*n/shrinkSlack+minHeapCap {
+	if want := n + regrow + n/shrinkSlack; cap(h.items) > want+2*n/shrinkSlack+minHeapCap {
 		h.resize(want)
 	}
 }
 
 const (
-	minHeapCap = 256
-	// minPositions is the fewest positions shrink leaves: the slots of a
-	// slab chunk for each of its shards, which a scheduler soon spreads its
-	// tasks over again. Fewer would be regrown after every burst.
-	minPositions = shardCount * chunkSize
-	shrinkShare  = 4
-	shrinkSlack  = 16
+	minHeapCap  = 256
+	shrinkShare = 4
+	shrinkSlack = 16
 )
 
 func (h *deadlineHeap) resize(n int) {

@@ -101,9 +101,14 @@ func (o *owner) init(shares ownerShares, positions bool) {
 	o.ownerShares = shares
 	o.done = make(chan struct{})
 	if positions {
-		o.heap.keepPositions()
+		o.heap.keepPositions(minPositions)
 	}
 }
+
+// minPositions is the fewest positions the heap keeps when it shrinks: the
+// slots of a slab chunk for each of its shards, which a scheduler soon
+// spreads its tasks over again. Fewer would be regrown after every burst.
+const minPositions = shardCount * chunkSize
 
 // loop is the owner goroutine.
 func (o *owner) loop() {
@@ -244,8 +249,7 @@ func (o *owner) apply(r op) {
 		if w&flagOwned == 0 {
 			return
 		}
-		if i, ok := o.heap.indexOf(r.slot); ok {
-			o.heap.removeAt(i)
+		if o.heap.remove(r.slot) {
 			o.letGo(r.slot, t)
 		}
 	}
@@ -443,21 +447,13 @@ func (o *owner) shrinkWhenQuiet(now int64) {
 // whose holds it lets go of), and with every deadline that moved earlier
 // than its entry fixed.
 func (o *owner) rebuild() {
-	items := o.heap.items
-	kept := 0
-	for _, e := range items {
-		_, w, live := o.classify(e)
-		if !live {
-			continue
-		}
+	n := o.heap.rebuild(func(e *entry) bool {
+		_, w, live := o.classify(*e)
 		e.when = min(e.when, wordWhen(w))
-		items[kept] = e
-		kept++
-	}
-	o.cancel.discarded(len(items) - kept) // once: callers read the count
-	o.heap.items = items[:kept]
-	o.heap.heapify()
-	o.heap.shrinkAfterRebuild()
+		return live
+	})
+	o.cancel.discarded(n) // once: callers read the count
+	o.heap.shrinkAfterRebuild(o.cancel.regrowth(o.heap.len()))
 }
 
 // dropAll ends the owner's life at Shutdown: every task still pending is
@@ -466,18 +462,18 @@ func (o *owner) rebuild() {
 // before it told the owner to quit.
 func (o *owner) dropAll() {
 	o.inbox.deliver(o.apply)
-	for _, e := range o.heap.items {
-		t, _, live := o.classify(e)
-		if !live {
-			continue
+	o.heap.rebuild(func(e *entry) bool {
+		t, _, live := o.classify(*e)
+		if live {
+			if t.cancel(t.generation()) { // the owner holds t: its generation stays
+				o.ended.Add(1)
+				o.out.dropped.Add(1)
+			}
+			o.letGo(e.slot, t)
 		}
-		if t.cancel(t.generation()) { // the owner holds t: its generation stays
-			o.ended.Add(1)
-			o.out.dropped.Add(1)
-		}
-		o.letGo(e.slot, t)
-	}
-	o.heap.items = nil
+		return false
+	})
+	o.heap.shrink()
 	o.intervals = nil
 	o.dueNow = nil
 	o.slab.free(o.freed)
