@@ -46,14 +46,20 @@ type ownerState struct {
 	intervals map[uint32]int64 // slot to interval, for the repeating tasks the owner holds
 	retryAt   int64            // when to try again to start drains the pool refused; 0: none
 	backoff   time.Duration    // the wait before that retry
+	barriers  int              // barrier requests applied in this loop iteration
 }
 
-// ownerGauges are published by the owner and read by Len and Stats.
+// ownerGauges are published by the owner. Len and Stats read heapLen,
+// ended and wakeups.
 type ownerGauges struct {
 	heapLen atomic.Int64
 	ended   atomic.Int64  // tasks that stopped being pending other than by CancelTask
-	loops   atomic.Uint64 // loop iterations completed
 	wakeups atomic.Uint64 // times the goroutine woke from sleep
+	// passed counts the barrier requests (opBarrier) whose loop iteration
+	// has ended: every request sent before a barrier, in its lane, has been
+	// applied, and what the iteration did published. Only a barrier, which
+	// no call of the API sends, writes it; the tests wait on it.
+	passed atomic.Uint64
 }
 
 // The owner hands due tasks to the run queue in chunks while it pops them,
@@ -216,6 +222,10 @@ func (o *owner) collectDueAhead(now int64) { o.collectDue(min(now, o.inbox.waiti
 
 // apply carries out one request from the inbox.
 func (o *owner) apply(r op) {
+	if r.kind == opBarrier {
+		o.barriers++ // passed once the loop iteration ends (flush)
+		return
+	}
 	ch := o.slab.chunkOf(r.slot)
 	if ch == nil {
 		return // the task is gone, and its chunk trimmed
@@ -430,7 +440,10 @@ func (o *owner) flush() {
 	}
 	o.handOver()
 	o.heapLen.Store(int64(o.heap.len()))
-	o.loops.Add(1)
+	if o.barriers != 0 {
+		o.passed.Add(uint64(o.barriers))
+		o.barriers = 0
+	}
 }
 
 // shrinkWhenQuiet shrinks a heap that emptied out (deadlineHeap.shrink)
