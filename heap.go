@@ -151,6 +151,9 @@ func (h *deadlineHeap) rebuild(keep func(e *entry) bool) (discarded int) {
 	clear(h.items[kept:])
 	h.items = h.items[:kept]
 	h.heapify()
+	if invariantsOn {
+		h.checkAll()
+	}
 	return discarded
 }
 
@@ -179,11 +182,23 @@ func (h *deadlineHeap) up(i int, e entry) {
 		i = p
 	}
 	h.put(i, e)
+	if invariantsOn {
+		h.checkOrderAt(i)
+	}
 }
 
 // down moves e, destined for index i, towards the leaves until no child is
 // earlier than it.
 func (h *deadlineHeap) down(i int, e entry) {
+	i = h.siftDown(i, e)
+	if invariantsOn {
+		h.checkOrderAt(i)
+	}
+}
+
+// siftDown is down without the invariant check, for heapify, under whose
+// work the order above i does not hold yet. It returns e's index.
+func (h *deadlineHeap) siftDown(i int, e entry) int {
 	n := len(h.items)
 	for {
 		c := i*heapArity + 1
@@ -204,6 +219,7 @@ func (h *deadlineHeap) down(i int, e entry) {
 		i = m
 	}
 	h.put(i, e)
+	return i
 }
 
 // heapify restores the heap order of items in O(n).
@@ -213,10 +229,10 @@ func (h *deadlineHeap) heapify() {
 		return
 	}
 	for i := (n - 2) / heapArity; i >= 0; i-- {
-		h.down(i, h.items[i])
+		h.siftDown(i, h.items[i])
 	}
 	if h.pos != nil {
-		// down placed only the entries it moved.
+		// siftDown placed only the entries it moved.
 		for i, e := range h.items {
 			h.pos[e.slot] = uint32(i)
 		}

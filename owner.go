@@ -345,6 +345,9 @@ func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
 		return nil, 0, false // a tombstone
 	}
 	w = t.state()
+	if invariantsOn {
+		checkOwned(w, t.generation())
+	}
 	if wordStatus(w) == statusCancelled {
 		o.letGo(e.slot, t)
 		return nil, 0, false

@@ -110,6 +110,9 @@ type task struct {
 // hold, which the add request carries to the owner. Its ID is not
 // published yet, so no one else reads the slot.
 func (t *task) begin(fn func(TaskID, any), arg any, when int64, repeating bool) {
+	if invariantsOn {
+		checkVacant(t.word.Load(), t.generation())
+	}
 	t.fn, t.arg = fn, arg
 	flags := uint64(statusPending | flagOwned)
 	if repeating {
@@ -146,6 +149,9 @@ func (t *task) isCancelled() bool { return wordStatus(t.word.Load()) == statusCa
 // lets go. It reports false, changing nothing, when a caller changed the
 // word since w was read.
 func (t *task) comeDue(w uint64) bool {
+	if invariantsOn {
+		checkHandOver(w, false)
+	}
 	return t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusDue|flagRunning)
 }
 
@@ -155,6 +161,9 @@ func (t *task) comeDue(w uint64) bool {
 // reports false in ok, changing nothing, when a caller changed the word
 // since w was read.
 func (t *task) repeat(w uint64, next int64) (run, ok bool) {
+	if invariantsOn {
+		checkHandOver(w, true)
+	}
 	run = w&flagRunning == 0
 	nw := packWord(next, w&flagMask)
 	if run {
@@ -239,6 +248,9 @@ func (t *task) clearJobAt(g uint32) {
 func (t *task) letGo(flag uint64) uint64 {
 	for {
 		w := t.word.Load()
+		if invariantsOn {
+			checkHeld(w, flag)
+		}
 		nw := w &^ flag
 		if t.word.CompareAndSwap(w, nw) {
 			return nw
@@ -257,6 +269,9 @@ func unheld(w uint64) bool { return w&(flagOwned|flagRunning) == 0 }
 // never reused and no TaskID is ever handed out twice.
 func (t *task) free(base uint32) (reusable bool) {
 	g := t.lockCurrent()
+	if invariantsOn {
+		checkFreeable(t.word.Load(), g)
+	}
 	t.clearJob()
 	if g++; g == genLocked {
 		g = 1

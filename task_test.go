@@ -54,6 +54,7 @@ func TestRunEndLeavesTheJobOfATaskThatReusedTheSlot(t *testing.T) {
 	_, tk, _ := s.allocSlot()
 	g := tk.generation()
 	tk.arg = func() {}
+	tk.word.Store(statusDue)              // its run has let go, and so has the owner
 	require.True(t, tk.free(s.slab.base)) // freed while the run was ending
 	tk.arg = func() {}                    // and handed out again
 	tk.clearJobAt(g)
