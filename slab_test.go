@@ -29,6 +29,7 @@ func TestSlotWhoseGenerationWouldWrapIsNeverReused(t *testing.T) {
 	if s.slab.base == 1 {
 		task.gen.Store(genLocked - 1) // generations have 31 bits, and skip 0
 	}
+	task.word.Store(statusDue)  // its run and the owner have let go
 	s.slab.free([]uint32{slot}) // the slot must be retired for good
 	assert.Zero(t, task.gen.Load())
 	for k := range s.slab.shards {
@@ -199,12 +200,13 @@ func TestAllocTakesAnotherShardsFreeSlotBeforeAddingAChunk(t *testing.T) {
 	h := &shardHint{k: 3}
 	var slots []uint32
 	for range 10 {
-		slot, _, k, ok := s.slab.allocHinted(h)
+		slot, tk, k, ok := s.slab.allocHinted(h)
 		require.True(t, ok)
 		require.Equal(t, uint8(3), k)
+		tk.word.Store(statusDue) // its run and the owner have let go
 		slots = append(slots, slot)
 	}
-	s.slab.free(slots) // back to shard 3's free list
+	s.slab.free(slots) // back to shard 3's vacant list
 	chunks := liveChunks(s)
 
 	h.k = 0 // a shard with no chunk yet
