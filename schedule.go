@@ -125,7 +125,7 @@ func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error)
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(nil, job, s.deadline(delay), 0)
+	return s.add(nil, job, delay, 0)
 }
 
 // ScheduleOneWith is ScheduleOne for a job that receives its own TaskID and
@@ -143,7 +143,7 @@ func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(job, arg, s.deadline(delay), 0)
+	return s.add(job, arg, delay, 0)
 }
 
 // ScheduleAt runs job once, at the instant at: ScheduleOne for a deadline
@@ -161,7 +161,7 @@ func (s *Scheduler) ScheduleAt(job func(), at time.Time) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(nil, job, s.deadline(time.Until(at)), 0)
+	return s.add(nil, job, time.Until(at), 0)
 }
 
 // ScheduleAtWith is ScheduleAt for a job that receives its own TaskID and a
@@ -171,7 +171,7 @@ func (s *Scheduler) ScheduleAtWith(job func(id TaskID, arg any), arg any, at tim
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(job, arg, s.deadline(time.Until(at)), 0)
+	return s.add(job, arg, time.Until(at), 0)
 }
 
 // Schedule runs job every interval, the first time interval from now. Runs
@@ -192,7 +192,7 @@ func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error)
 	if interval <= 0 {
 		return 0, ErrInvalidInterval
 	}
-	return s.add(nil, job, s.deadline(interval), interval)
+	return s.add(nil, job, interval, interval)
 }
 
 // ScheduleWith is Schedule for a job that receives its own TaskID and a
@@ -206,7 +206,7 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 	if interval <= 0 {
 		return 0, ErrInvalidInterval
 	}
-	return s.add(job, arg, s.deadline(interval), interval)
+	return s.add(job, arg, interval, interval)
 }
 
 // CancelTask stops the task id. It reports whether this call stopped it:
@@ -251,7 +251,7 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	if t == nil || s.IsShutdown() {
 		return false
 	}
-	when := s.deadline(delay)
+	when := s.clock.deadline(delay)
 	old, ok := t.moveTo(id.gen(), when)
 	if !ok {
 		return false
@@ -396,31 +396,20 @@ func (s *Scheduler) stop() {
 	})
 }
 
-// deadline converts a delay from now into a deadline, clamped to
-// [now, never].
-func (s *Scheduler) deadline(delay time.Duration) int64 {
-	now := s.now()
-	if delay <= 0 {
-		return now
-	}
-	if int64(delay) > never-now {
-		return never
-	}
-	return now + int64(delay)
-}
-
 // add allocates a task for job fn(id, arg) (fn nil: arg is a func()), due
-// at when, and queues it for the owner.
-func (s *Scheduler) add(fn func(TaskID, any), arg any, when int64, interval time.Duration) (TaskID, error) {
+// delay from now, and queues it for the owner. Each part is asked once, in
+// turn: the slab for a slot and its ID, the task to begin, the inbox to
+// carry the add.
+func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Duration) (TaskID, error) {
 	if s.IsShutdown() {
 		return 0, ErrShutdown
 	}
-	slot, t, k, ok := s.slab.alloc()
+	id, slot, t, k, ok := s.slab.allocID()
 	if !ok {
 		return 0, ErrTooManyTasks
 	}
-	t.begin(fn, arg, when, interval != 0)
-	gen := t.generation()
+	when := t.begin(s.clock, fn, arg, delay, interval != 0)
+	gen := id.gen()
 	// Counted before the owner can see the task, so that no snapshot counts
 	// its end without its start.
 	c := &s.counts.shards[k].scheduled
@@ -432,5 +421,5 @@ func (s *Scheduler) add(fn func(TaskID, any), arg any, when int64, interval time
 		s.slab.free([]uint32{slot})
 		return 0, ErrShutdown
 	}
-	return s.slab.id(slot, gen), nil
+	return id, nil
 }

@@ -197,6 +197,15 @@ func (sl *slab) alloc() (slot uint32, t *task, k uint8, ok bool) {
 	return sl.allocHinted(h)
 }
 
+// allocID is alloc that returns the new task's ID too.
+func (sl *slab) allocID() (id TaskID, slot uint32, t *task, k uint8, ok bool) {
+	slot, t, k, ok = sl.alloc()
+	if ok {
+		id = sl.id(slot, t.gen.Load())
+	}
+	return id, slot, t, k, ok
+}
+
 // allocHinted is alloc starting from the shard hint names, which it
 // updates to the shard it took the slot from.
 func (sl *slab) allocHinted(h *shardHint) (slot uint32, t *task, k uint8, ok bool) {

@@ -65,6 +65,19 @@ type clock struct{ epoch time.Time }
 
 func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
 
+// deadline converts a delay from now into a deadline, clamped to
+// [now, never].
+func (c clock) deadline(delay time.Duration) int64 {
+	now := c.now()
+	if delay <= 0 {
+		return now
+	}
+	if int64(delay) > never-now {
+		return never
+	}
+	return now + int64(delay)
+}
+
 func packWord(when int64, flags uint64) uint64 { return uint64(when)<<whenShift | flags }
 func wordWhen(w uint64) int64                  { return int64(w >> whenShift) }
 func wordStatus(w uint64) uint64               { return w & statusMask }
@@ -106,10 +119,12 @@ type task struct {
 // stores to the word or compares and swaps it.
 
 // begin starts the life of a task in a slot just allocated: it sets the
-// job (fn nil: arg is a func()) and the deadline, and gives the owner its
-// hold, which the add request carries to the owner. Its ID is not
-// published yet, so no one else reads the slot.
-func (t *task) begin(fn func(TaskID, any), arg any, when int64, repeating bool) {
+// job (fn nil: arg is a func()) and the deadline, delay from now on c,
+// which it returns, and gives the owner its hold, which the add request
+// carries to the owner. Its ID is not published yet, so no one else reads
+// the slot.
+func (t *task) begin(c clock, fn func(TaskID, any), arg any, delay time.Duration, repeating bool) (when int64) {
+	when = c.deadline(delay)
 	if invariantsOn {
 		checkVacant(t.word.Load(), t.generation())
 	}
@@ -119,6 +134,7 @@ func (t *task) begin(fn func(TaskID, any), arg any, when int64, repeating bool) 
 		flags |= flagRepeat
 	}
 	t.word.Store(packWord(when, flags))
+	return when
 }
 
 // abandon ends the life of a task whose add never reached the owner
