@@ -83,32 +83,10 @@ func newCanceller(c CancelStrategy, sl *slab, in *inbox) canceller {
 		return &eager{inbox: in}
 	}
 	l := &lazy{inbox: in, slab: sl}
-	for i := range l.shards {
-		l.shards[i].room.Store(1) // until the owner shares out room
+	for i := range l.room {
+		l.room[i].n.Store(1) // until the owner shares out room
 	}
 	return l
-}
-
-// cancelCounts counts the cancels, in one shard per slab shard, so that no
-// cache line takes a write from every cancel on every core: a cancel counts
-// in its task's shard, which for a caller that adds and cancels on one core
-// is that core's. Readers sum the shards. Lazy cancel keeps each shard's
-// room (see lazy) beside its count, in the cache line the cancel writes
-// anyway.
-type cancelCounts struct {
-	shards [shardCount]struct {
-		n    atomic.Uint64
-		room atomic.Int64 // lazy only
-		_    cacheLinePad
-	}
-}
-
-func (c *cancelCounts) cancels() uint64 {
-	var n uint64
-	for i := range c.shards {
-		n += c.shards[i].n.Load()
-	}
-	return n
 }
 
 // lazy is the lazy cancel strategy: CancelTask only marks the task
@@ -120,19 +98,23 @@ func (c *cancelCounts) cancels() uint64 {
 // Tombstones are bounded: the owner rebuilds the heap in O(n) once they
 // make up more than 1/rebuildShare of it. Cancels never message the owner,
 // so to look at the heap in time it shares out, before it sleeps, the
-// cancels that would take the heap there among the shards (the room of
-// cancelCounts); the cancel that uses up its shard's share wakes it.
-// However the cancels fall on the shards, one of them uses up its share by
-// the time the total does, give or take one per shard.
+// cancels that would take the heap there among the shards (room); the
+// cancel that uses up its shard's share wakes it. However the cancels fall
+// on the shards, one of them uses up its share by the time the total does,
+// give or take one per shard.
 type lazy struct {
-	cancelCounts        // every cancel counted made a tombstone
-	inbox        *inbox // to wake the owner when a shard's room runs out
-	slab         *slab  // to weigh a rebuild against the chunks it frees
+	cancelCount shardedCount // every cancel counted made a tombstone
+	inbox       *inbox       // to wake the owner when a shard's room runs out
+	slab        *slab        // to weigh a rebuild against the chunks it frees
 
 	// ownTombs is the owner's part of the tombstone count: the tombstones
 	// it made (movedEarlier) less those it discarded. Only the owner writes
 	// it.
 	ownTombs atomic.Int64
+	room     [shardCount]struct {
+		n atomic.Int64
+		_ cacheLinePad
+	}
 	// What the last sharing of room was based on (owner only): the cancels
 	// counted and the heap's length then.
 	sharedAt struct {
@@ -147,10 +129,11 @@ type lazy struct {
 // 1.33 entries per live one.)
 const rebuildShare = 5
 
+func (l *lazy) cancels() uint64 { return l.cancelCount.sum() }
+
 func (l *lazy) cancelled(_, _ uint32, k uint8) {
-	sh := &l.shards[k]
-	sh.n.Add(1)
-	if sh.room.Add(-1) == 0 {
+	l.cancelCount[k].n.Add(1)
+	if l.room[k].n.Add(-1) == 0 {
 		l.inbox.wakeOwner()
 	}
 }
@@ -207,8 +190,8 @@ func (l *lazy) beforeSleep(heapLen int) {
 	l.sharedAt.cancels, l.sharedAt.heap = cancels, n
 	room := int64(n)/rebuildShare - l.tombstones() + 1
 	share := max((room+shardCount-1)/shardCount, 1)
-	for i := range l.shards {
-		l.shards[i].room.Store(share)
+	for i := range l.room {
+		l.room[i].n.Store(share)
 	}
 }
 
@@ -218,15 +201,16 @@ func (l *lazy) beforeSleep(heapLen int) {
 // heap holds exactly the live tasks. No entry is ever a tombstone, and there
 // are none to count: a task's one entry always carries its current tag.
 type eager struct {
-	cancelCounts
-	inbox *inbox // where CancelTask sends the removal
+	cancelCount shardedCount
+	inbox       *inbox // where CancelTask sends the removal
 }
 
 func (e *eager) cancelled(slot, gen uint32, k uint8) {
-	e.shards[k].n.Add(1)
+	e.cancelCount[k].n.Add(1)
 	e.inbox.send(k, op{slot: slot, gen: gen, kind: opRemove}, 0)
 }
 
+func (e *eager) cancels() uint64 { return e.cancelCount.sum() }
 func (*eager) tombstones() int64 { return 0 }
 
 // movedEarlier moves the entry in place, from the position the heap

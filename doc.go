@@ -83,63 +83,79 @@ package schedule
 // How the package works, for its maintainers.
 //
 // A Scheduler is three kinds of goroutine around shared parts, each part a
-// type in a file of its own:
+// type in a file of its own, and each state change a method beside the
+// data it changes:
 //
-//   - Callers (schedule.go) allocate tasks in the slab (slab.go), change a
-//     task's state word in place (task.go), and send the owner requests
-//     through the inbox (inbox.go).
+//   - Callers (schedule.go) allocate tasks in the slab (slab.go), move a
+//     task's state word through the transitions of task.go, and send the
+//     owner requests through the inbox (inbox.go).
 //   - The owner goroutine (owner.go) is alone with the deadline heap
 //     (heap.go) and its timer. It pushes every entry itself, and tells a
-//     task's current entry from its tombstones by their tags. The cancel
-//     strategy (cancel.go) is what differs between lazy and eager cancel:
-//     what a cancel and a deadline moved earlier do to the heap, and when
-//     it is rebuilt. It holds no reference to the owner or to a task; the
-//     owner passes it the heap and does the rebuilds it asks for.
+//     task's current entry from its tombstones by their tags. The heap
+//     knows nothing of its users: it pushes, pops, removes, lowers and
+//     rebuilds with a keep function it is given. The cancel strategy
+//     (cancel.go) is what differs between lazy and eager cancel: what a
+//     cancel and a deadline moved earlier do to the heap, when it is
+//     rebuilt and how much room a rebuilt heap keeps; it counts the
+//     cancels. It holds no reference to the owner or to a task; the owner
+//     passes it the heap and does the rebuilds it asks for.
 //   - Drains (runner.go), on the ants pool, take due tasks from the run
 //     queue, which the owner fills, and run their jobs.
 //
-// task.go (the state word, and the clock its deadlines are read on) and
-// slab.go are leaves that all three share. Each counter is declared beside
-// the code that writes it (taskCounts in schedule.go, outcomes in
-// runner.go), and stats.go reads them for Stats; options.go, errors.go and
-// poolcheck.go serve New.
+// task.go (the state word and its transitions, the generation, and the
+// clock its deadlines are read on) and slab.go are leaves that all three
+// share; no other file stores to the word or swaps it. Each counter is
+// declared beside the code that writes it (Scheduler.scheduled in
+// schedule.go, the strategies' cancelCount in cancel.go, outcomes in
+// runner.go), and stats.go reads
+// them for Stats; options.go, errors.go and poolcheck.go serve New.
+// invariants.go holds the checks that the build tag invariants compiles
+// in (invariants_on.go); without it they compile away.
 //
 // One word per idea, in names and comments alike:
 //
 //   - run: one execution of a job (runner.runJob); Stats.Started counts
-//     the runs started. The runner (runner.go) starts them.
+//     the runs started.
 //   - due: a task whose deadline has passed and that the owner has handed
-//     over to run (statusDue); a timer fires, a task comes due.
+//     over to run (statusDue, task.comeDue); a timer fires, a task comes
+//     due.
 //   - drain: a pool job that takes due tasks from the run queue and runs
 //     their jobs until the queue is empty (runner.drain).
 //   - collect, hand over: the owner collects the tasks that came due
 //     (owner.collectDue) and hands them over to the run queue
 //     (owner.handOver); it runs no job itself.
 //   - deliver, apply: the inbox delivers callers' requests to the owner
-//     (inbox.deliver), which applies them (owner.apply).
+//     (inbox.deliver), which applies them (owner.apply). A barrier is a
+//     request that names no task, for the tests (opBarrier).
+//   - begin, abandon: a task's life begins when a caller fills its slot
+//     (task.begin); an add that Shutdown overtook is abandoned
+//     (task.abandon).
 //   - hold, let go: the owner (flagOwned) and a run (flagRunning) each hold
 //     a task's slot, and each lets go of it (task.letGo, owner.letGo);
 //     whoever lets go last frees the slot.
 //   - free, vacant: a slot goes back to the slab, its task's life over
-//     (slab.free, slab.freeTask), and waits there, vacant, for reuse
+//     (slab.free, task.free), and waits there, vacant, for reuse
 //     (slabShard.vacant, chunk.vacant).
 //   - retire: a slot whose generations have come round is never used again
-//     (slab.freeTask).
+//     (task.free leaves it at generation 0).
 //   - clear: a job's references are cleared, so that the garbage collector
 //     can reclaim what it captures (task.clearJob).
 //   - tombstone, discard: a heap entry that no longer stands for a pending
-//     task is a tombstone; the owner discards it when it reaches the top,
-//     or in a rebuild (canceller.discarded).
+//     task (its tag is not its task's current one, or its task is
+//     cancelled) is a tombstone; the owner discards it when it reaches the
+//     top, or in a rebuild (owner.classify, canceller.discarded).
 //   - rebuild: the heap is rebuilt in O(n), without its tombstones
-//     (owner.rebuild).
+//     (owner.rebuild, deadlineHeap.rebuild).
 //   - drop: a job that will never run though nobody cancelled it (at
 //     Shutdown, or on a released pool) is dropped, and counted in
 //     Stats.Dropped (owner.dropAll, runner.dropDue).
 //   - trim: the slab takes chunks whose slots are all vacant out of its
-//     directory, for the garbage collector (slab.trim).
+//     directory, for the garbage collector (slab.trim, slab.trimAsked,
+//     slabShard.trimmable).
 //   - shrink: a buffer's capacity is fitted to what it holds
 //     (deadlineHeap.shrink, deadlineHeap.shrinkAfterRebuild,
 //     inbox.keepSpare, runQueue.rewind).
-//   - unclaim: a drain claimed but refused by the pool withdraws its claim
+//   - claim, unclaim: the owner or a drain claims the start of a drain
+//     (runQueue.claim), and withdraws the claim when the pool refuses it
 //     (runQueue.unclaim).
 //   - release: ants' word, for a pool only (ants.Pool.Release).

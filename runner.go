@@ -326,7 +326,7 @@ func (r *runner) endDrain(fb *freeBatch, left, first *bool) {
 // runJob runs the job of the due task d, unless it was cancelled while it
 // waited or the scheduler has shut down since.
 func (r *runner) runJob(d due, fb *freeBatch) {
-	t := r.slab.at(d.slot)
+	t, id := r.slab.held(d.slot)
 	defer r.finish(d.slot, t, fb)
 	if t.isCancelled() {
 		// A repeating task cancelled while its run waited for a worker: the
@@ -338,7 +338,7 @@ func (r *runner) runJob(d due, fb *freeBatch) {
 		return
 	}
 	r.out.started(r.now() - d.when)
-	r.call(r.slab.id(d.slot, t.generation()), t)
+	r.call(id, t)
 }
 
 // call runs t's job, recovering a panic so that neither the worker nor the

@@ -29,15 +29,15 @@ type Scheduler struct {
 	cancel canceller
 	_      cacheLinePad
 
-	slab   slab
-	inbox  inbox
-	counts taskCounts
-	_      cacheLinePad
-	owner  owner
-	_      cacheLinePad
-	runner runner
-	_      cacheLinePad
-	out    outcomes
+	slab      slab
+	inbox     inbox
+	scheduled shardedCount
+	_         cacheLinePad
+	owner     owner
+	_         cacheLinePad
+	runner    runner
+	_         cacheLinePad
+	out       outcomes
 
 	stopOnce sync.Once
 	quit     chan struct{} // closed by Shutdown: the owner drops everything and ends
@@ -49,15 +49,15 @@ const poolSpare = 2
 
 // New returns a running Scheduler whose jobs run on at most workers
 // goroutines at a time (its pool keeps up to two more, idle, for a smooth
-// hand-over between runs). It returns ErrInvalidWorkers when workers is not
+// hand-over between runs). It returns [ErrInvalidWorkers] when workers is not
 // positive, the error of the first Option given a bad argument
-// (ErrUnknownStrategy, ErrNilPool, ErrBlockingPool, ErrNilLogger), and the
+// ([ErrUnknownStrategy], [ErrNilPool], [ErrBlockingPool], [ErrNilLogger]), and the
 // error of the pool's construction.
 //
-// The bound holds with WithPool too: the Scheduler then occupies at most
+// The bound holds with [WithPool] too: the Scheduler then occupies at most
 // workers of that pool's workers.
 //
-// Call Shutdown or ShutdownContext when done, to stop the scheduler's
+// Call Shutdown or [Scheduler.ShutdownContext] when done, to stop the scheduler's
 // goroutines and release its pool.
 func New(workers int, opts ...Option) (*Scheduler, error) {
 	if workers <= 0 {
@@ -137,7 +137,7 @@ func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error)
 // ScheduleOneWith returns, so a job can tell a current task from an older
 // one it replaced.
 //
-// It returns ErrNilJob for a nil job and otherwise behaves as ScheduleOne.
+// It returns [ErrNilJob] for a nil job and otherwise behaves as ScheduleOne.
 // arg may be nil.
 func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay time.Duration) (TaskID, error) {
 	if job == nil {
@@ -178,7 +178,7 @@ func (s *Scheduler) ScheduleAtWith(job func(id TaskID, arg any), arg any, at tim
 // are due at fixed times, start + k·interval, so lateness does not
 // accumulate. A run that comes due while the previous run of the same task
 // is still going, or that was missed while the scheduler or the pool was
-// stalled, is skipped (see Stats.Skipped), so the task never runs
+// stalled, is skipped (see [Stats].Skipped), so the task never runs
 // concurrently with itself and never bursts to catch up.
 //
 // It returns [ErrNilJob] for a nil job, [ErrInvalidInterval] for an
@@ -220,8 +220,8 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 // returns false for an unknown or already cancelled task, for 0, for an ID
 // of another Scheduler, and after Shutdown.
 //
-// With EagerCancel the call sends the scheduler a request, and may wait,
-// as ScheduleOne may, while requests back up. With LazyCancel it never
+// With [EagerCancel] the call sends the scheduler a request, and may wait,
+// as ScheduleOne may, while requests back up. With [LazyCancel] it never
 // waits.
 func (s *Scheduler) CancelTask(id TaskID) bool {
 	t := s.slab.lookup(id)
@@ -237,7 +237,7 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 // repeating task then continues every interval from that run. It reports
 // false, and changes nothing, when id is not pending: unknown, cancelled, a
 // one-shot that has come due (see CancelTask), an ID of another Scheduler,
-// or after Shutdown. Unlike time.Timer.Reset, it never re-arms a one-shot
+// or after Shutdown. Unlike [time.Timer.Reset], it never re-arms a one-shot
 // that has fired: schedule a new task for that.
 //
 // Reset is the heartbeat path: it allocates nothing and sends no request
@@ -309,43 +309,43 @@ func (s *Scheduler) Len() int {
 	}
 	// Ends before starts, so that every end counted comes with its start.
 	n := -s.owner.ended.Load() - int64(s.cancel.cancels())
-	n += int64(s.counts.scheduled())
+	n += int64(s.scheduled.sum())
 	return int(max(n, 0))
 }
 
-// taskCounts counts the adds behind Len and Stats, in one shard per slab
-// shard, so that no cache line takes a write from every add on every core:
-// an add counts in the shard it took its slot from. Readers sum the shards.
-// The cancels are counted by the cancel strategy (cancelCounts).
-type taskCounts struct {
-	shards [shardCount]struct {
-		scheduled atomic.Uint64
-		_         cacheLinePad
-	}
+// shardedCount is a count kept in one cache line per slab shard, so that
+// no line takes a write from every core: the adds behind Len and Stats
+// (Scheduler.scheduled), each counted in the shard it took its slot from,
+// and the cancels (counted by the cancel strategy), each in its task's
+// shard, which for a caller that adds and cancels on one core is that
+// core's. Writers add to their shard's n; readers sum the shards.
+type shardedCount [shardCount]struct {
+	n atomic.Uint64
+	_ cacheLinePad
 }
 
-func (c *taskCounts) scheduled() uint64 {
+func (c *shardedCount) sum() uint64 {
 	var n uint64
-	for i := range c.shards {
-		n += c.shards[i].scheduled.Load()
+	for i := range c {
+		n += c[i].n.Load()
 	}
 	return n
 }
 
-// IsShutdown reports whether Shutdown or ShutdownContext has been called.
+// IsShutdown reports whether Shutdown or [Scheduler.ShutdownContext] has been called.
 func (s *Scheduler) IsShutdown() bool { return s.inbox.closed.Load() }
 
 // Shutdown stops the scheduler. It is idempotent, safe to call
-// concurrently with any other method (Shutdown and ShutdownContext
+// concurrently with any other method (Shutdown and [Scheduler.ShutdownContext]
 // included) and from inside a job, and returns without waiting for running
 // jobs. Once it returns, no worker takes another job: pending tasks and due
-// jobs that no worker had taken are dropped (counted in Stats.Dropped) and
+// jobs that no worker had taken are dropped (counted in [Stats].Dropped) and
 // their jobs are no longer referenced; ScheduleOne and Schedule return
-// ErrShutdown, and CancelTask and Reset return false. Jobs that workers had
+// [ErrShutdown], and CancelTask and Reset return false. Jobs that workers had
 // already taken run to their end, like jobs already running, and one taken
 // just as Shutdown is called may start just after it returns: to know that
-// no job runs any more, use ShutdownContext. A pool created by New is
-// released; one given by WithPool is left alone.
+// no job runs any more, use [Scheduler.ShutdownContext]. A pool created by New is
+// released; one given by [WithPool] is left alone.
 func (s *Scheduler) Shutdown() { s.stop() }
 
 // ShutdownContext is Shutdown followed by a wait, until ctx is done, for
@@ -353,7 +353,7 @@ func (s *Scheduler) Shutdown() { s.stop() }
 // for all of its goroutines to exit. It returns nil when they have, and no
 // job starts afterwards; it returns ctx.Err() otherwise. The scheduler is
 // shut down either way. It never waits for work that is not the
-// scheduler's: with WithPool, jobs of others running on the pool do not
+// scheduler's: with [WithPool], jobs of others running on the pool do not
 // hold it up. Called from inside a job it waits for that job too, so it can
 // only return ctx.Err() there.
 func (s *Scheduler) ShutdownContext(ctx context.Context) error {
@@ -384,7 +384,7 @@ func (s *Scheduler) stop() {
 		if s.poolDone != nil {
 			// Released exactly once, here. Waiting for the workers to exit is
 			// left to a goroutine of its own, so that Shutdown returns at once
-			// and ShutdownContext can give up when its context ends.
+			// and [Scheduler.ShutdownContext] can give up when its context ends.
 			go func() {
 				// The only call that releases the pool (ants' Release and
 				// ReleaseContext race when called concurrently). It returns
@@ -412,7 +412,7 @@ func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Dura
 	gen := id.gen()
 	// Counted before the owner can see the task, so that no snapshot counts
 	// its end without its start.
-	c := &s.counts.shards[k].scheduled
+	c := &s.scheduled[k].n
 	c.Add(1)
 	if !s.inbox.send(k, op{slot: slot, gen: gen, kind: opAdd, interval: int64(interval)}, when) {
 		// Shut down meanwhile: the task was never scheduled.

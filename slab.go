@@ -146,6 +146,14 @@ func (sl *slab) at(slot uint32) *task {
 	return &sl.chunkOf(slot).tasks[slot&(chunkSize-1)]
 }
 
+// held returns the task in slot, which must have been allocated, and its
+// ID, for a holder of the slot (a run), whose generation cannot change
+// under it.
+func (sl *slab) held(slot uint32) (*task, TaskID) {
+	t := sl.at(slot)
+	return t, sl.id(slot, t.gen.Load()&^genLocked)
+}
+
 // chunkOf returns the chunk that holds slot, which must have been allocated.
 func (sl *slab) chunkOf(slot uint32) *chunk {
 	return sl.dir.Load().chunks[slot>>chunkBits].Load()

@@ -129,7 +129,7 @@ func (s *Scheduler) Stats() Stats {
 	st.Dropped = s.out.dropped.Load()
 	st.Cancelled = s.cancel.cancels()
 	st.Pending = s.Len()
-	st.Scheduled = s.counts.scheduled()
+	st.Scheduled = s.scheduled.sum()
 	st.HeapEntries = int(s.owner.heapLen.Load())
 	st.Tombstones = int(s.cancel.tombstones())
 	st.Waiting, st.Running = s.runner.q.counts()
