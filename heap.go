@@ -136,10 +136,12 @@ func (h *deadlineHeap) lower(slot uint32, when int64) bool {
 	return ok
 }
 
-// rebuild keeps the entries for which keep reports true, in O(n), and
-// reports how many it discarded. keep may move an entry's deadline (it
-// gets the entry itself); the heap order is restored afterwards.
-func (h *deadlineHeap) rebuild(keep func(e *entry) bool) (discarded int) {
+// retain keeps the entries for which keep reports true and reports how
+// many it discarded: the first half of a rebuild, in O(n). keep may move
+// an entry's deadline (it gets the entry itself). The heap order does not
+// hold again until heapify. retain is small enough to inline, so that the
+// owner's keep function inlines into the loop.
+func (h *deadlineHeap) retain(keep func(e *entry) bool) (discarded int) {
 	kept := 0
 	for i := range h.items {
 		if keep(&h.items[i]) {
@@ -148,12 +150,7 @@ func (h *deadlineHeap) rebuild(keep func(e *entry) bool) (discarded int) {
 		}
 	}
 	discarded = len(h.items) - kept
-	clear(h.items[kept:])
 	h.items = h.items[:kept]
-	h.heapify()
-	if invariantsOn {
-		h.checkAll()
-	}
 	return discarded
 }
 
@@ -236,6 +233,9 @@ func (h *deadlineHeap) heapify() {
 		for i, e := range h.items {
 			h.pos[e.slot] = uint32(i)
 		}
+	}
+	if invariantsOn {
+		h.checkAll()
 	}
 }
 

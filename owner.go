@@ -463,11 +463,12 @@ func (o *owner) shrinkWhenQuiet(now int64) {
 // whose holds it lets go of), and with every deadline that moved earlier
 // than its entry fixed.
 func (o *owner) rebuild() {
-	n := o.heap.rebuild(func(e *entry) bool {
+	n := o.heap.retain(func(e *entry) bool {
 		_, w, live := o.classify(*e)
 		e.when = min(e.when, wordWhen(w))
 		return live
 	})
+	o.heap.heapify()
 	o.cancel.discarded(n) // once: callers read the count
 	o.heap.shrinkAfterRebuild(o.cancel.regrowth(o.heap.len()))
 }
@@ -478,7 +479,7 @@ func (o *owner) rebuild() {
 // before it told the owner to quit.
 func (o *owner) dropAll() {
 	o.inbox.deliver(o.apply)
-	o.heap.rebuild(func(e *entry) bool {
+	o.heap.retain(func(e *entry) bool {
 		t, _, live := o.classify(*e)
 		if live {
 			if t.cancel(t.generation()) { // the owner holds t: its generation stays
