@@ -38,13 +38,17 @@ func (c CancelStrategy) String() string {
 // entry, and when the heap must be rebuilt. The owner pushes entries and
 // tells a task's current entry from its tombstones itself (task.tag); a
 // strategy holds no reference to the owner or to a task, and gets what it
-// needs as arguments. The owner goroutine calls every method but cancelled
-// and tombstones.
+// needs as arguments. The owner goroutine calls every method but
+// cancelled, cancels and tombstones.
 type canceller interface {
 	// cancelled is called by CancelTask, on the caller's goroutine, once it
-	// has cancelled the task of generation gen in slot, of slab shard k.
+	// has cancelled the task of generation gen in slot, of slab shard k. It
+	// counts the cancel.
 	cancelled(slot, gen uint32, k uint8)
-	// tombstones returns the number of dead entries in the heap, or on their
+	// cancels returns the number of cancels counted; any goroutine may
+	// call it.
+	cancels() uint64
+	// tombstones returns the number of tombstones in the heap, or on their
 	// way to it; any goroutine may call it.
 	tombstones() int64
 
@@ -53,29 +57,32 @@ type canceller interface {
 	// or reports false, and the owner then pushes a new entry, which makes
 	// the old one a tombstone.
 	movedEarlier(h *deadlineHeap, slot uint32, when int64) (moved bool)
-	// discarded counts n dead entries that left the heap, or the add of a
+	// discarded counts n tombstones that left the heap, or the add of a
 	// task cancelled before its entry was pushed.
 	discarded(n int)
 
 	// wantsRebuild reports, once per loop iteration, that a heap of
 	// heapLen entries should be rebuilt. beforeTrim says, when the slab
-	// has chunks to give back, whether it may now (no entry may name a
+	// has chunks to trim, whether it may now (no entry may name a
 	// slot of such a chunk), and whether the heap must be rebuilt first.
 	// beforeSleep runs before the owner sleeps.
 	wantsRebuild(heapLen int) bool
+	// regrowth returns how many entries a heap of n entries, just
+	// rebuilt, may grow by before the strategy asks for the next rebuild,
+	// for the heap to keep room for (deadlineHeap.shrinkAfterRebuild).
+	regrowth(n int) int
 	beforeTrim(heapLen int) (trim, rebuild bool)
 	beforeSleep(heapLen int)
 }
 
 // newCanceller returns the canceller of strategy c. Eager cancel sends its
-// removals through in; lazy cancel wakes the owner through in, reads the
-// cancels counted in counts, and weighs a rebuild against the chunks sl
-// has to give back.
-func newCanceller(c CancelStrategy, sl *slab, in *inbox, counts *taskCounts) canceller {
+// removals through in; lazy cancel wakes the owner through in, and weighs a
+// rebuild against the chunks sl has to trim.
+func newCanceller(c CancelStrategy, sl *slab, in *inbox) canceller {
 	if c == EagerCancel {
 		return &eager{inbox: in}
 	}
-	l := &lazy{inbox: in, slab: sl, counts: counts}
+	l := &lazy{inbox: in, slab: sl}
 	for i := range l.room {
 		l.room[i].n.Store(1) // until the owner shares out room
 	}
@@ -89,22 +96,22 @@ func newCanceller(c CancelStrategy, sl *slab, in *inbox, counts *taskCounts) can
 // tombstones by their tags (task.tag).
 //
 // Tombstones are bounded: the owner rebuilds the heap in O(n) once they
-// make up more than 1/rebuildShare of it. Cancels never
-// message the owner, so to look at the heap in time it shares out, before
-// it sleeps, the cancels that would take the heap there among the shards
-// (room); the cancel that uses up its shard's share wakes it. However the
-// cancels fall on the shards, one of them uses up its share by the time the
-// total does, give or take one per shard.
+// make up more than 1/rebuildShare of it. Cancels never message the owner,
+// so to look at the heap in time it shares out, before it sleeps, the
+// cancels that would take the heap there among the shards (room); the
+// cancel that uses up its shard's share wakes it. However the cancels fall
+// on the shards, one of them uses up its share by the time the total does,
+// give or take one per shard.
 type lazy struct {
-	inbox  *inbox      // to wake the owner when a shard's room runs out
-	slab   *slab       // to weigh a rebuild against the chunks it frees
-	counts *taskCounts // every cancel counted there made a tombstone
+	cancelCount shardedCount // every cancel counted made a tombstone
+	inbox       *inbox       // to wake the owner when a shard's room runs out
+	slab        *slab        // to weigh a rebuild against the chunks it frees
 
-	// dead is the owner's part of the tombstone count: the tombstones it
-	// made (movedEarlier) less those it discarded. Only the owner writes
+	// ownTombs is the owner's part of the tombstone count: the tombstones
+	// it made (movedEarlier) less those it discarded. Only the owner writes
 	// it.
-	dead atomic.Int64
-	room [shardCount]struct {
+	ownTombs atomic.Int64
+	room     [shardCount]struct {
 		n atomic.Int64
 		_ cacheLinePad
 	}
@@ -118,11 +125,14 @@ type lazy struct {
 
 // rebuildShare: tombstones may make up at most 1/rebuildShare of the heap,
 // a quarter of the live entries, so the heap holds at most 1.25 entries per
-// live task. (The Go runtime's timers let dead ones make up 1/4 of the heap,
+// live task. (The Go runtime's timers let deleted ones make up 1/4 of the heap,
 // 1.33 entries per live one.)
 const rebuildShare = 5
 
+func (l *lazy) cancels() uint64 { return l.cancelCount.sum() }
+
 func (l *lazy) cancelled(_, _ uint32, k uint8) {
+	l.cancelCount[k].n.Add(1)
 	if l.room[k].n.Add(-1) == 0 {
 		l.inbox.wakeOwner()
 	}
@@ -131,17 +141,21 @@ func (l *lazy) cancelled(_, _ uint32, k uint8) {
 // tombstones may count, for a moment, a tombstone the owner has already
 // discarded, before the cancel that made it is counted: hence the clamp.
 func (l *lazy) tombstones() int64 {
-	return max(l.dead.Load()+int64(l.counts.cancelled()), 0)
+	return max(l.ownTombs.Load()+int64(l.cancels()), 0)
 }
 
 // movedEarlier leaves the entry where it is, to become a tombstone once
 // the owner has pushed the new one.
 func (l *lazy) movedEarlier(*deadlineHeap, uint32, int64) bool {
-	l.dead.Store(l.dead.Load() + 1)
+	l.ownTombs.Store(l.ownTombs.Load() + 1)
 	return false
 }
 
-func (l *lazy) discarded(n int) { l.dead.Store(l.dead.Load() - int64(n)) }
+func (l *lazy) discarded(n int) { l.ownTombs.Store(l.ownTombs.Load() - int64(n)) }
+
+// regrowth: tombstones may make up 1/rebuildShare of the heap before the
+// next rebuild, so the n entries kept regrow by n/(rebuildShare-1).
+func (l *lazy) regrowth(n int) int { return n / (rebuildShare - 1) }
 
 func (l *lazy) wantsRebuild(heapLen int) bool {
 	d := l.tombstones()
@@ -149,7 +163,7 @@ func (l *lazy) wantsRebuild(heapLen int) bool {
 }
 
 // beforeTrim clears the heap of tombstones, which may name free slots,
-// before the slab gives chunks back. The rebuild costs O(n), so it is done
+// before the slab trims chunks. The rebuild costs O(n), so it is done
 // for the chunks only when they hold at least 1/trimShare as many slots as
 // the heap has entries; smaller chunks wait for the next rebuild that
 // tombstones call for anyway (wantsRebuild), or for more chunks to empty.
@@ -169,7 +183,7 @@ func (l *lazy) beforeTrim(heapLen int) (trim, rebuild bool) {
 // last sharing, it leaves them, and the owner writes to no shard's cache
 // line.
 func (l *lazy) beforeSleep(heapLen int) {
-	cancels, n := l.counts.cancelled(), heapLen
+	cancels, n := l.cancels(), heapLen
 	if cancels == l.sharedAt.cancels && n >= l.sharedAt.heap {
 		return
 	}
@@ -187,25 +201,27 @@ func (l *lazy) beforeSleep(heapLen int) {
 // heap holds exactly the live tasks. No entry is ever a tombstone, and there
 // are none to count: a task's one entry always carries its current tag.
 type eager struct {
-	inbox *inbox // where CancelTask sends the removal
+	cancelCount shardedCount
+	inbox       *inbox // where CancelTask sends the removal
 }
 
 func (e *eager) cancelled(slot, gen uint32, k uint8) {
+	e.cancelCount[k].n.Add(1)
 	e.inbox.send(k, op{slot: slot, gen: gen, kind: opRemove}, 0)
 }
 
+func (e *eager) cancels() uint64 { return e.cancelCount.sum() }
 func (*eager) tombstones() int64 { return 0 }
 
 // movedEarlier moves the entry in place, from the position the heap
 // keeps for slot.
 func (*eager) movedEarlier(h *deadlineHeap, slot uint32, when int64) bool {
-	if i, ok := h.indexOf(slot); ok && when < h.items[i].when {
-		h.setWhen(i, when)
-	}
+	h.lower(slot, when)
 	return true
 }
 
 func (*eager) discarded(int)                       {}
 func (*eager) wantsRebuild(int) bool               { return false }
+func (*eager) regrowth(int) int                    { return 0 }
 func (*eager) beforeTrim(int) (trim, rebuild bool) { return true, false }
 func (*eager) beforeSleep(int)                     {}

@@ -29,7 +29,7 @@ func TestCancelTaskStopsAPendingOneShot(t *testing.T) {
 		assert.Empty(t, rec.times())
 		stats := s.Stats()
 		assert.Equal(t, uint64(1), stats.Cancelled)
-		assert.Equal(t, uint64(0), stats.Fired)
+		assert.Equal(t, uint64(0), stats.Started)
 	})
 }
 
@@ -100,7 +100,7 @@ func TestCancelledRepeatingTaskDoesNotStartQueuedRun(t *testing.T) {
 		release()
 		schedtest.Advance(time.Second)
 		assert.Zero(t, runs.Load(), "a cancelled repeating task started a run")
-		assert.Equal(t, uint64(1), s.Stats().Fired, "only the blocking job started")
+		assert.Equal(t, uint64(1), s.Stats().Started, "only the blocking job started")
 	})
 }
 

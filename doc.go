@@ -13,57 +13,64 @@
 //	s.Reset(id, 90*time.Second)
 //
 // For deadlines kept by key (device ID, connection) the heartbeat package
-// does the bookkeeping: heartbeat.Monitor watches keys and reports the ones
-// that fall silent.
+// does the bookkeeping: [github.com/go-schedule/schedule/heartbeat.Monitor]
+// watches keys and reports the ones that fall silent.
 //
 // All deadlines live in one min-heap owned by one goroutine, which sleeps
-// on a single time.Timer set for the earliest of them. Postponing a
-// deadline (Reset) rewrites one atomic word and allocates nothing; due jobs
-// run on an ants pool (github.com/panjf2000/ants/v2), at most workers at a
-// time, in deadline order when workers are busy.
+// on a single [time.Timer] set for the earliest of them. Postponing a
+// deadline ([Scheduler.Reset]) allocates nothing and sends the scheduler
+// no request; due jobs run on an ants pool
+// ([github.com/panjf2000/ants/v2.Pool]), at most workers at a time, in
+// deadline order when workers are busy.
 //
 // # Lazy or eager cancel
 //
-// With LazyCancel (the default, package lazycancel) CancelTask is one
-// compare-and-swap and leaves the task's heap entry behind as a tombstone,
-// discarded when it reaches the top or when tombstones pass a fixed share
-// of the heap. With EagerCancel (package eagercancel) the owner
-// goroutine removes the entry at once in O(log n), and the heap holds
+// With [LazyCancel] (the default, package
+// [github.com/go-schedule/schedule/lazycancel]) [Scheduler.CancelTask] is
+// O(1), never waits and sends no request: it marks the task cancelled and
+// leaves its heap entry behind as a tombstone, which is discarded when it
+// reaches the top, or when tombstones pass a fixed share of the heap and
+// the heap is rebuilt. With [EagerCancel] (package
+// [github.com/go-schedule/schedule/eagercancel]) the cancel asks the
+// scheduler to remove the entry at once, in O(log n), and the heap holds
 // exactly the live tasks.
 //
 // # Timing
 //
-// A job starts when the owner's timer wakes it after the job's deadline,
-// as promptly as any Go timer: on Linux the runtime waits for timers in
-// epoll_wait, whose timeout is in whole milliseconds, so on an otherwise
-// idle machine a job starts up to about a millisecond late
+// A job starts when the scheduler's timer wakes it after the job's
+// deadline, as promptly as any Go timer: on Linux the runtime waits for
+// timers in epoll_wait, whose timeout is in whole milliseconds, so on an
+// otherwise idle machine a job starts up to about a millisecond late
 // (golang/go#53824). The scheduler adds no mechanism of its own to beat
-// that: it sleeps on its Go timer only. Stats.Lateness, a histogram with
-// buckets from 100 µs to 10 s, and Stats.LatenessSum report how late jobs
-// started.
+// that: it sleeps on its Go timer only. [Stats].Lateness, a histogram
+// whose bounds [LatenessBounds] returns, and [Stats].LatenessSum report
+// how late jobs started.
 //
-// The owner goroutine wakes for deadlines that really come due, for
+// The scheduler's goroutine wakes for deadlines that really come due, for
 // requests that cannot wait, and, a bounded number of times a second, to
-// fix the deadlines that Reset postponed; Stats.Wakeups counts its
-// wake-ups. With nothing due, it does not wake at all. The process around it still wakes
-// a few times a second for ants, which runs a clock goroutine on a 500 ms
-// ticker in every pool, this Scheduler's included, and no option stops it
-// (docs/benchmarks.md, "An idle process").
+// fix the deadlines that [Scheduler.Reset] postponed; [Stats].Wakeups
+// counts its wake-ups. With nothing due, it does not wake at all. The
+// process around it still wakes a few times a second for ants, which runs
+// a clock goroutine on a 500 ms ticker in every pool, this Scheduler's
+// included, and no option stops it (docs/benchmarks.md, "An idle
+// process").
 //
 // # Guarantees
 //
-//   - A due job is never lost: it runs, or it is counted in Stats.Dropped
-//     (Shutdown, or a WithPool pool released under the scheduler).
+//   - A due job is never lost: it runs, or it is counted in [Stats].Dropped
+//     ([Scheduler.Shutdown], or a [WithPool] pool released under the
+//     scheduler).
 //   - Nothing a job does (panic, runtime.Goexit, blocking) and nothing a
-//     shared pool does stops later jobs from running or Shutdown from
-//     returning; the scheduler never waits inside ants.
+//     shared pool does stops later jobs from running or [Scheduler.Shutdown]
+//     from returning; the scheduler never waits inside ants.
 //   - A repeating task runs at start + k·interval, never overlaps itself and
 //     never bursts to catch up.
 //   - TaskIDs are never 0 and never reused, and an ID of one Scheduler does
 //     not name a task of another.
-//   - Bad input gets an error (ErrNilJob, ErrInvalidInterval,
-//     ErrInvalidWorkers, ErrNilPool, ErrBlockingPool, ErrNilLogger,
-//     ErrUnknownStrategy, ErrTooManyTasks, ErrShutdown), never a panic.
+//   - Bad input gets an error ([ErrNilJob], [ErrInvalidInterval],
+//     [ErrInvalidWorkers], [ErrNilPool], [ErrBlockingPool], [ErrNilLogger],
+//     [ErrUnknownStrategy], [ErrTooManyTasks], [ErrShutdown]), never a
+//     panic.
 //   - A job that can no longer run is not kept reachable: cancelling a task
 //     or shutting down lets its job, and what it captures, go.
 //
@@ -76,56 +83,79 @@ package schedule
 // How the package works, for its maintainers.
 //
 // A Scheduler is three kinds of goroutine around shared parts, each part a
-// type in a file of its own:
+// type in a file of its own, and each state change a method beside the
+// data it changes:
 //
-//   - Callers (schedule.go) allocate tasks in the slab (slab.go), change a
-//     task's state word in place (task.go), and send the owner requests
-//     through the inbox (inbox.go).
+//   - Callers (schedule.go) allocate tasks in the slab (slab.go), move a
+//     task's state word through the transitions of task.go, and send the
+//     owner requests through the inbox (inbox.go).
 //   - The owner goroutine (owner.go) is alone with the deadline heap
 //     (heap.go) and its timer. It pushes every entry itself, and tells a
-//     task's current entry from its tombstones by their tags. The cancel
-//     strategy (cancel.go) is what differs between lazy and eager cancel:
-//     what a cancel and a deadline moved earlier do to the heap, and when
-//     it is rebuilt. It holds no reference to the owner or to a task; the
-//     owner passes it the heap and does the rebuilds it asks for.
+//     task's current entry from its tombstones by their tags. The heap
+//     knows nothing of its users: it pushes, pops, removes, lowers and
+//     rebuilds with a keep function it is given. The cancel strategy
+//     (cancel.go) is what differs between lazy and eager cancel: what a
+//     cancel and a deadline moved earlier do to the heap, when it is
+//     rebuilt and how much room a rebuilt heap keeps; it counts the
+//     cancels. It holds no reference to the owner or to a task; the owner
+//     passes it the heap and does the rebuilds it asks for.
 //   - Drains (runner.go), on the ants pool, take due tasks from the run
 //     queue, which the owner fills, and run their jobs.
 //
-// task.go (the state word, and the clock its deadlines are read on) and
-// slab.go are leaves that all three share. Each counter is declared beside
-// the code that writes it (taskCounts in schedule.go, outcomes in
-// runner.go), and stats.go reads them for Stats; options.go, errors.go and
-// poolcheck.go serve New.
+// task.go (the state word and its transitions, the generation, and the
+// clock its deadlines are read on) and slab.go are leaves that all three
+// share; no other file stores to the word or swaps it. Each counter is
+// declared beside the code that writes it (Scheduler.scheduled in
+// schedule.go, the strategies' cancelCount in cancel.go, outcomes in
+// runner.go), and stats.go reads
+// them for Stats; options.go, errors.go and poolcheck.go serve New.
+// invariants.go holds the checks that the build tag invariants compiles
+// in (invariants_on.go); without it they compile away.
 //
 // One word per idea, in names and comments alike:
 //
-//   - run: one execution of a job (runner.runJob); Stats counts a task's
-//     runs.
+//   - run: one execution of a job (runner.runJob); Stats.Started counts
+//     the runs started.
+//   - due: a task whose deadline has passed and that the owner has handed
+//     over to run (statusDue, task.comeDue); a timer fires, a task comes
+//     due.
 //   - drain: a pool job that takes due tasks from the run queue and runs
 //     their jobs until the queue is empty (runner.drain).
 //   - collect, hand over: the owner collects the tasks that came due
 //     (owner.collectDue) and hands them over to the run queue
 //     (owner.handOver); it runs no job itself.
 //   - deliver, apply: the inbox delivers callers' requests to the owner
-//     (inbox.deliver), which applies them (owner.apply).
+//     (inbox.deliver), which applies them (owner.apply). A barrier is a
+//     request that names no task, for the tests (opBarrier).
+//   - begin, abandon: a task's life begins when a caller fills its slot
+//     (task.begin); an add that Shutdown overtook is abandoned
+//     (task.abandon).
 //   - hold, let go: the owner (flagOwned) and a run (flagRunning) each hold
 //     a task's slot, and each lets go of it (task.letGo, owner.letGo);
 //     whoever lets go last frees the slot.
-//   - free: a slot goes back to the slab, its task's life over (slab.free,
-//     slab.freeTask).
-//   - retire: a slot whose generations have come round is never used again.
+//   - free, vacant: a slot goes back to the slab, its task's life over
+//     (slab.free, task.free), and waits there, vacant, for reuse
+//     (slabShard.vacant, chunk.vacant).
+//   - retire: a slot whose generations have come round is never used again
+//     (task.free leaves it at generation 0).
 //   - clear: a job's references are cleared, so that the garbage collector
 //     can reclaim what it captures (task.clearJob).
 //   - tombstone, discard: a heap entry that no longer stands for a pending
-//     task is a tombstone; the owner discards it when it reaches the top,
-//     or in a rebuild (canceller.discarded).
+//     task (its tag is not its task's current one, or its task is
+//     cancelled) is a tombstone; the owner discards it when it reaches the
+//     top, or in a rebuild (owner.classify, canceller.discarded).
 //   - rebuild: the heap is rebuilt in O(n), without its tombstones
-//     (owner.rebuild).
+//     (owner.rebuild, deadlineHeap.rebuild).
 //   - drop: a job that will never run though nobody cancelled it (at
 //     Shutdown, or on a released pool) is dropped, and counted in
 //     Stats.Dropped (owner.dropAll, runner.dropDue).
-//   - trim: the slab gives back chunks whose slots are all free (slab.trim).
+//   - trim: the slab takes chunks whose slots are all vacant out of its
+//     directory, for the garbage collector (slab.trim, slab.trimAsked,
+//     slabShard.trimmable).
 //   - shrink: a buffer's capacity is fitted to what it holds
 //     (deadlineHeap.shrink, deadlineHeap.shrinkAfterRebuild,
-//     inbox.keepSpare).
+//     inbox.keepSpare, runQueue.rewind).
+//   - claim, unclaim: the owner or a drain claims the start of a drain
+//     (runQueue.claim), and withdraws the claim when the pool refuses it
+//     (runQueue.unclaim).
 //   - release: ants' word, for a pool only (ants.Pool.Release).

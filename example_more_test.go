@@ -136,7 +136,7 @@ func ExampleScheduler_Stats() {
 		<-done
 	}
 	st := s.Stats()
-	fmt.Printf("scheduled %d, fired %d, cancelled %d, pending %d\n", st.Scheduled, st.Fired, st.Cancelled, st.Pending)
+	fmt.Printf("scheduled %d, fired %d, cancelled %d, pending %d\n", st.Scheduled, st.Started, st.Cancelled, st.Pending)
 	var starts uint64
 	for _, n := range st.Lateness {
 		starts += n

@@ -74,7 +74,7 @@ func TestManySimultaneousDeadlinesRunOnBoundedGoroutines(t *testing.T) {
 		assert.Equal(t, int64(n), ran.Load())
 		assert.LessOrEqual(t, peak.Load(), int64(workers))
 		assert.LessOrEqual(t, runtime.NumGoroutine(), before+workers+poolSpare, "workers, and the spare workers of New's pool")
-		assert.Equal(t, uint64(n), s.Stats().Fired)
+		assert.Equal(t, uint64(n), s.Stats().Started)
 	})
 }
 

@@ -22,9 +22,14 @@ type entry struct {
 // entry that leaves the heap leaves its position behind; indexOf tells it
 // stale by the slot of the entry it points at, and the slot's next entry
 // overwrites it.
+//
+// The heap knows nothing of its users: what its entries stand for, which
+// of them to keep in a rebuild, and when to rebuild are the owner's and the
+// cancel strategy's business (owner.rebuild).
 type deadlineHeap struct {
-	items []entry
-	pos   []uint32 // nil: no positions kept
+	items  []entry
+	pos    []uint32 // nil: no positions kept
+	minPos int      // the fewest positions shrink leaves
 }
 
 // noPosition is the position of a slot that has had no entry yet. No index
@@ -37,9 +42,11 @@ const heapArity = 4
 func (h *deadlineHeap) len() int   { return len(h.items) }
 func (h *deadlineHeap) top() entry { return h.items[0] }
 
-// keepPositions makes the heap record every entry's position. It must be
-// called while the heap is empty.
-func (h *deadlineHeap) keepPositions() {
+// keepPositions makes the heap record every entry's position, for slots
+// up to at least minPos, which shrink never goes below. It must be called
+// while the heap is empty.
+func (h *deadlineHeap) keepPositions(minPos int) {
+	h.minPos = max(minPos, minHeapCap)
 	h.pos = growPositions(nil, minHeapCap)
 }
 
@@ -76,7 +83,7 @@ func (h *deadlineHeap) indexOf(slot uint32) (int, bool) {
 // copies, and first touches, about two entries' worth of fresh memory per
 // entry rather than five, and the copies happen on the owner goroutine,
 // which every add waits behind. The price is capacity: up to twice the
-// entries while the heap grows, which shrink gives back as it empties.
+// entries while the heap grows, which shrink undoes as the heap empties.
 func (h *deadlineHeap) push(e entry) {
 	if len(h.items) == cap(h.items) {
 		h.resize(2 * len(h.items))
@@ -108,6 +115,45 @@ func (h *deadlineHeap) removeAt(i int) {
 	}
 }
 
+// remove removes slot's entry, for a heap that keeps positions, and
+// reports whether there was one.
+func (h *deadlineHeap) remove(slot uint32) bool {
+	i, ok := h.indexOf(slot)
+	if ok {
+		h.removeAt(i)
+	}
+	return ok
+}
+
+// lower moves slot's entry earlier, to when, for a heap that keeps
+// positions; an entry already as early is left where it is. It reports
+// whether slot has an entry.
+func (h *deadlineHeap) lower(slot uint32, when int64) bool {
+	i, ok := h.indexOf(slot)
+	if ok && when < h.items[i].when {
+		h.setWhen(i, when)
+	}
+	return ok
+}
+
+// retain keeps the entries for which keep reports true and reports how
+// many it discarded: the first half of a rebuild, in O(n). keep may move
+// an entry's deadline (it gets the entry itself). The heap order does not
+// hold again until heapify. retain is small enough to inline, so that the
+// owner's keep function inlines into the loop.
+func (h *deadlineHeap) retain(keep func(e *entry) bool) (discarded int) {
+	kept := 0
+	for i := range h.items {
+		if keep(&h.items[i]) {
+			h.items[kept] = h.items[i]
+			kept++
+		}
+	}
+	discarded = len(h.items) - kept
+	h.items = h.items[:kept]
+	return discarded
+}
+
 // setWhen changes the deadline of the entry at index i and restores the
 // heap order.
 func (h *deadlineHeap) setWhen(i int, when int64) {
@@ -133,11 +179,23 @@ func (h *deadlineHeap) up(i int, e entry) {
 		i = p
 	}
 	h.put(i, e)
+	if invariantsOn {
+		h.checkOrderAt(i)
+	}
 }
 
 // down moves e, destined for index i, towards the leaves until no child is
 // earlier than it.
 func (h *deadlineHeap) down(i int, e entry) {
+	i = h.siftDown(i, e)
+	if invariantsOn {
+		h.checkOrderAt(i)
+	}
+}
+
+// siftDown is down without the invariant check, for heapify, under whose
+// work the order above i does not hold yet. It returns e's index.
+func (h *deadlineHeap) siftDown(i int, e entry) int {
 	n := len(h.items)
 	for {
 		c := i*heapArity + 1
@@ -158,6 +216,7 @@ func (h *deadlineHeap) down(i int, e entry) {
 		i = m
 	}
 	h.put(i, e)
+	return i
 }
 
 // heapify restores the heap order of items in O(n).
@@ -167,17 +226,20 @@ func (h *deadlineHeap) heapify() {
 		return
 	}
 	for i := (n - 2) / heapArity; i >= 0; i-- {
-		h.down(i, h.items[i])
+		h.siftDown(i, h.items[i])
 	}
 	if h.pos != nil {
-		// down placed only the entries it moved.
+		// siftDown placed only the entries it moved.
 		for i, e := range h.items {
 			h.pos[e.slot] = uint32(i)
 		}
 	}
+	if invariantsOn {
+		h.checkAll()
+	}
 }
 
-// shrink gives memory back after the heap emptied out: when less than
+// shrink fits the heap's capacity after it emptied out: when less than
 // 1/shrinkShare of its capacity is used, the slice is copied into one twice
 // the length, and so are the positions, if they are kept, when less than
 // 1/shrinkShare of them cover a slot that has an entry. Growth and
@@ -197,34 +259,29 @@ func (h *deadlineHeap) shrink() {
 	for _, e := range h.items {
 		top = max(top, e.slot)
 	}
-	if n := int(top) + 1; len(h.pos) > minPositions && len(h.pos)/shrinkShare > n {
-		h.pos = growPositions(h.pos[:n], max(2*n, minPositions))
+	if n := int(top) + 1; len(h.pos) > h.minPos && len(h.pos)/shrinkShare > n {
+		h.pos = growPositions(h.pos[:n], max(2*n, h.minPos))
 	}
 }
 
-// shrinkAfterRebuild fits the capacity to what a lazy heap grows back to
-// before its next rebuild, for use after an O(n) rebuild that discarded
-// many entries (the copy costs no more than the rebuild did). Tombstones
-// may make up 1/rebuildShare of the heap before the next rebuild (cancel.go),
-// so the n entries kept regrow by n/(rebuildShare-1); a further
-// n/shrinkSlack spares the pushes that get it there from ever copying the
-// slice, where shrinking to the bare length would make every push after a
-// rebuild pay for regrowing it.
-func (h *deadlineHeap) shrinkAfterRebuild() {
+// shrinkAfterRebuild fits the capacity to what the heap grows back to
+// before its next rebuild, regrow entries more than it holds, for use
+// after an O(n) rebuild that discarded many entries (the copy costs no
+// more than the rebuild did). A further 1/shrinkSlack of the entries
+// spares the pushes that get it there from ever copying the slice, where
+// shrinking to the bare length would make every push after a rebuild pay
+// for regrowing it.
+func (h *deadlineHeap) shrinkAfterRebuild(regrow int) {
 	n := len(h.items)
-	if want := n + n/(rebuildShare-1) + n/shrinkSlack; cap(h.items) > want+2*n/shrinkSlack+minHeapCap {
+	if want := n + regrow + n/shrinkSlack; cap(h.items) > want+2*n/shrinkSlack+minHeapCap {
 		h.resize(want)
 	}
 }
 
 const (
-	minHeapCap = 256
-	// minPositions is the fewest positions shrink leaves: the slots of a
-	// slab chunk for each of its shards, which a scheduler soon spreads its
-	// tasks over again. Fewer would be regrown after every burst.
-	minPositions = shardCount * chunkSize
-	shrinkShare  = 4
-	shrinkSlack  = 16
+	minHeapCap  = 256
+	shrinkShare = 4
+	shrinkSlack = 16
 )
 
 func (h *deadlineHeap) resize(n int) {

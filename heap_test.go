@@ -33,7 +33,7 @@ func TestHeapMatchesASortedListUnderRandomOperations(t *testing.T) {
 		s := bare(LazyCancel)
 		h := &deadlineHeap{}
 		if indexed {
-			h.keepPositions()
+			h.keepPositions(minPositions)
 		}
 		r := rand.New(rand.NewPCG(1, 2))
 		var want []int64
@@ -100,7 +100,7 @@ func TestHeapShrinksWhenItDrains(t *testing.T) {
 
 func TestHeapPositionsShrinkWhenItDrains(t *testing.T) {
 	var h deadlineHeap
-	h.keepPositions()
+	h.keepPositions(minPositions)
 	for i := range 100_000 {
 		h.push(entry{when: -int64(i), slot: uint32(i)}) // the highest slots leave first
 	}
@@ -135,7 +135,7 @@ func TestHeapShrinkAfterRebuildLeavesRoomForTheTombstonesAllowed(t *testing.T) {
 	for i := range n {
 		h.push(entry{when: int64(i)})
 	}
-	h.shrinkAfterRebuild()
+	h.shrinkAfterRebuild((&lazy{}).regrowth(n))
 	require.Less(t, cap(h.items), 1<<20, "the heap kept its spike's capacity")
 	// Tombstones may make up 1/rebuildShare of the heap before the next
 	// rebuild: n/(rebuildShare-1) of them beside the n entries kept.

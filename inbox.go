@@ -56,19 +56,16 @@ type inbox struct {
 	small int
 }
 
-// lane is one lane of the inbox. mu guards every field but processed.
+// lane is one lane of the inbox. mu guards every field.
 type lane struct {
-	mu       sync.Mutex
-	ops      []op      // requests for the owner, in arrival order
-	room     sync.Cond // L is mu; signalled when the owner empties a full lane
-	enqueued uint64    // ops ever appended
+	mu   sync.Mutex
+	ops  []op      // requests for the owner, in arrival order
+	room sync.Cond // L is mu; signalled when the owner empties a full lane
 	// from is the earliest wakeBy of the adds and earlier moves in ops
 	// (never if there are none). Removals are left out: the order in which
 	// due tasks are handed over does not depend on them.
 	from int64
-
-	processed atomic.Uint64 // ops the owner has applied; written by the owner
-	_         cacheLinePad
+	_    cacheLinePad
 }
 
 // op is a request from a caller to the owner goroutine, naming a task by
@@ -86,6 +83,7 @@ const (
 	opAdd     opKind = iota // a new task: push its entry
 	opEarlier               // Reset moved a deadline earlier than its entry's
 	opRemove                // eager CancelTask: remove the entry now
+	opBarrier               // names no task: counted once applied (owner.barriers)
 )
 
 // laneMax bounds the requests waiting in a lane: callers that find it full
@@ -142,7 +140,6 @@ func (in *inbox) send(k uint8, o op, wakeBy int64) bool {
 		return false
 	}
 	l.ops = append(l.ops, o)
-	l.enqueued++
 	if o.kind != opRemove {
 		l.from = min(l.from, wakeBy)
 	}
@@ -213,13 +210,11 @@ func (in *inbox) deliver(apply func(op)) {
 		}
 		ops := l.ops
 		l.ops, l.from = in.spare[:0], never
-		n := l.enqueued
 		l.mu.Unlock()
 		for _, o := range ops {
 			apply(o)
 		}
 		in.keepSpare(ops)
-		l.processed.Store(n)
 	}
 }
 

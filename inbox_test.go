@@ -29,20 +29,20 @@ func TestRequestsWakeTheOwnerOnlyWhenTheyCannotWait(t *testing.T) {
 			require.NoError(t, err)
 			synctest.Wait()
 			require.Equal(t, time.Hour.Nanoseconds(), s.inbox.sleepUntil.Load())
-			loops := s.owner.loops.Load()
+			wakeups := s.owner.wakeups.Load()
 
 			later, err := s.ScheduleOne(nop, 2*time.Hour)
 			require.NoError(t, err)
 			require.True(t, s.Reset(later, 3*time.Hour))
 			require.True(t, s.Reset(later, 90*time.Minute)) // earlier, but after the timer
 			synctest.Wait()
-			assert.Equal(t, loops, s.owner.loops.Load(), "requests after the owner's timer woke it")
+			assert.Equal(t, wakeups, s.owner.wakeups.Load(), "requests after the owner's timer woke it")
 			assert.Equal(t, 2, s.Len())
 
 			_, err = s.ScheduleOne(job, time.Minute)
 			require.NoError(t, err)
 			synctest.Wait()
-			assert.Greater(t, s.owner.loops.Load(), loops, "a nearer deadline did not wake the owner")
+			assert.Greater(t, s.owner.wakeups.Load(), wakeups, "a nearer deadline did not wake the owner")
 			assert.Equal(t, time.Minute.Nanoseconds(), s.inbox.sleepUntil.Load())
 			assert.Equal(t, 3, s.Stats().HeapEntries-s.Stats().Tombstones, "every request applied")
 
@@ -82,7 +82,7 @@ func TestFarEarlierResetsWaitForOnePassOverTheHeap(t *testing.T) {
 		assert.Equal(t, never, s.inbox.movedEarlier.Load())
 		s.step(int64(4 * time.Hour))
 		var got []TaskID
-		for _, d := range s.runs.q.items[s.runs.q.head:] {
+		for _, d := range s.runner.q.items[s.runner.q.head:] {
 			got = append(got, s.slab.id(d.slot, s.slab.at(d.slot).gen.Load()))
 		}
 		require.Len(t, got, 5)

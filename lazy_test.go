@@ -31,9 +31,9 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 	}
 	assert.Equal(t, uint32(1), task.tag)
 	s.step(int64(2 * time.Hour))
-	require.Len(t, s.runs.q.items, 1, "dispatched once")
+	require.Len(t, s.runner.q.items, 1, "dispatched once")
 	var fb freeBatch
-	s.runs.runJob(s.runs.q.items[0], &fb)
+	s.runner.runJob(s.runner.q.items[0], &fb)
 	assert.Equal(t, 1, ran)
 	assert.Equal(t, 0, s.owner.heap.len(), "every tombstone was discarded")
 	assert.Equal(t, int64(0), s.cancel.tombstones())
@@ -42,7 +42,7 @@ func TestLazyTagWrapDoesNotRunATaskTwice(t *testing.T) {
 // With lazy cancel, giving chunks back means rebuilding the heap first (a
 // tombstone may name a free slot), which costs O(n): it is done only when
 // the chunks hold at least a quarter as many slots as the heap has entries.
-func TestLazyGivesChunksBackOnlyWhenTheyPayForTheRebuild(t *testing.T) {
+func TestLazyTrimsChunksOnlyWhenTheyPayForTheRebuild(t *testing.T) {
 	s := bare(LazyCancel)
 	const n = 8 * chunkSize
 	var ids []TaskID
@@ -58,7 +58,7 @@ func TestLazyGivesChunksBackOnlyWhenTheyPayForTheRebuild(t *testing.T) {
 	require.Equal(t, n, s.owner.heap.len())
 
 	// The counts of empty chunks stand in for chunks whose slots all went
-	// back to the slab; nothing is given back here.
+	// back to the slab; nothing is trimmed here.
 	setEmpty := func(chunks int) {
 		sh := &s.slab.shards[0]
 		sh.mu.Lock()

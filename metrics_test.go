@@ -12,7 +12,7 @@ import (
 	"github.com/go-schedule/schedule/internal/schedtest"
 )
 
-// Tests of Len, Stats and TakeMaxLateness: what each counter counts, and
+// Tests of Len and Stats: what each counter counts, and
 // the relations Stats documents between them.
 
 func TestLenCountsPendingTasksOnly(t *testing.T) {
@@ -30,7 +30,7 @@ func TestLenCountsPendingTasksOnly(t *testing.T) {
 	})
 }
 
-func TestStatsCountFiredCancelledAndHeapEntries(t *testing.T) {
+func TestStatsCountStartedCancelledAndHeapEntries(t *testing.T) {
 	schedtest.EachStrategy(t, 2, func(t *testing.T, s *schedule.Scheduler) {
 		var ids []schedule.TaskID
 		for i := range 100 {
@@ -60,33 +60,11 @@ func TestStatsCountFiredCancelledAndHeapEntries(t *testing.T) {
 		}
 		schedtest.Advance(200 * time.Second)
 		stats = s.Stats()
-		assert.Equal(t, uint64(90), stats.Fired)
+		assert.Equal(t, uint64(90), stats.Started)
 		assert.Equal(t, 0, stats.HeapEntries)
 		assert.Equal(t, 0, stats.Tombstones, "tombstones go once they reach the top")
 		assert.Equal(t, 0, stats.Waiting)
 		assert.Equal(t, time.Duration(0), stats.MaxLateness, "fake time: every job starts on time")
-	})
-}
-
-func TestTakeMaxLatenessCoversOneIntervalEach(t *testing.T) {
-	schedtest.EachStrategy(t, 1, func(t *testing.T, s *schedule.Scheduler) {
-		assert.Zero(t, s.TakeMaxLateness(), "nothing ran yet")
-		hold := make(chan struct{})
-		_, err := s.ScheduleOne(func() { <-hold }, time.Second-time.Millisecond) // first, and on time
-		require.NoError(t, err)
-		_, err = s.ScheduleOne(nop, time.Second) // waits 30 ms for the worker
-		require.NoError(t, err)
-		schedtest.Advance(time.Second + 30*time.Millisecond)
-		close(hold)
-		schedtest.Advance(time.Millisecond)
-		assert.Equal(t, 30*time.Millisecond, s.TakeMaxLateness())
-		assert.Zero(t, s.TakeMaxLateness(), "a new interval starts empty")
-
-		_, err = s.ScheduleOne(nop, time.Second)
-		require.NoError(t, err)
-		schedtest.Advance(time.Second)
-		assert.Zero(t, s.TakeMaxLateness(), "on time")
-		assert.Equal(t, 30*time.Millisecond, s.Stats().MaxLateness, "the lifetime maximum stays")
 	})
 }
 
@@ -105,7 +83,7 @@ func TestLatenessHistogramCountsEveryStart(t *testing.T) {
 		want[0] = 1 // the first job, on time
 		want[8] = 1 // the second, in (25 ms, 50 ms]
 		assert.Equal(t, want, stats.Lateness)
-		assert.Equal(t, uint64(2), stats.Fired)
+		assert.Equal(t, uint64(2), stats.Started)
 		assert.Equal(t, 40*time.Millisecond, stats.LatenessSum, "the on-time start adds nothing")
 	})
 }
@@ -146,13 +124,11 @@ func TestStatsReadsWithoutChangingTheCounters(t *testing.T) {
 		close(hold)
 		schedtest.Advance(time.Millisecond)
 		first := settledStats(s)
-		require.Equal(t, uint64(2), first.Fired)
+		require.Equal(t, uint64(2), first.Started)
 		require.Equal(t, 10, first.Pending)
 		for range 10 {
 			assert.Equal(t, first, s.Stats())
 		}
-		assert.Equal(t, 3*time.Millisecond, s.TakeMaxLateness())
-		assert.Equal(t, first, s.Stats(), "TakeMaxLateness resets its interval only")
 	})
 }
 
@@ -190,8 +166,8 @@ func TestStatsSnapshotsStayConsistentUnderLoad(t *testing.T) {
 					started += n
 				}
 				if !assert.GreaterOrEqual(t, stats.Scheduled, uint64(stats.Pending)+stats.Cancelled+stats.Dropped, "%+v", stats) ||
-					!assert.GreaterOrEqual(t, stats.Fired, stats.Panics) ||
-					!assert.GreaterOrEqual(t, stats.Fired, started, "every start in the histogram is counted in Fired") ||
+					!assert.GreaterOrEqual(t, stats.Started, stats.Panics) ||
+					!assert.GreaterOrEqual(t, stats.Started, started, "every start in the histogram is counted in Started") ||
 					!assert.GreaterOrEqual(t, stats.LatenessSum, lastSum, "the lateness sum only grows") {
 					break
 				}

@@ -583,7 +583,7 @@ func (h *harness) checkCounters() bool {
 	}
 	ok := assert.Equal(t, wantLive, s.Len(), "Len")
 	ok = assert.Equal(t, wantLive, st.Pending, "Stats.Pending") && ok
-	ok = assert.Equal(t, m.fired, st.Fired, "Stats.Fired") && ok
+	ok = assert.Equal(t, m.fired, st.Started, "Stats.Started") && ok
 	ok = assert.Equal(t, m.cancelled, st.Cancelled, "Stats.Cancelled") && ok
 	ok = assert.Equal(t, m.panics, st.Panics, "Stats.Panics") && ok
 	ok = assert.Equal(t, m.skipped, st.Skipped, "Stats.Skipped") && ok

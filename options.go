@@ -29,9 +29,9 @@ func (c *config) reject(err error) {
 	}
 }
 
-// WithCancelStrategy selects the cancel strategy. The default is LazyCancel;
+// WithCancelStrategy selects the cancel strategy. The default is [LazyCancel];
 // the packages lazycancel and eagercancel set it for you. Any other value
-// makes New return ErrUnknownStrategy.
+// makes New return [ErrUnknownStrategy].
 func WithCancelStrategy(c CancelStrategy) Option {
 	return func(cfg *config) {
 		if c != LazyCancel && c != EagerCancel {
@@ -43,9 +43,9 @@ func WithCancelStrategy(c CancelStrategy) Option {
 }
 
 // WithPool makes the Scheduler run its jobs on p instead of on a pool of its
-// own. p must be non-blocking (built with ants.WithNonblocking(true)), so
-// that the scheduler never waits inside ants; New returns ErrBlockingPool
-// otherwise, also when it cannot tell whether p blocks, and ErrNilPool for
+// own. p must be non-blocking (built with [ants.WithNonblocking](true)), so
+// that the scheduler never waits inside ants; New returns [ErrBlockingPool]
+// otherwise, also when it cannot tell whether p blocks, and [ErrNilPool] for
 // a nil p. The Scheduler occupies at most
 // New's workers of p's workers at once and never releases p;
 // WithPoolOptions are ignored.
@@ -55,7 +55,7 @@ func WithCancelStrategy(c CancelStrategy) Option {
 // a short back-off, which grows while p keeps refusing, and whenever one of
 // its own jobs ends; shutting down never waits for p. If p is released
 // while the Scheduler runs, due jobs that have not started are dropped and
-// counted in Stats.Dropped.
+// counted in [Stats].Dropped.
 func WithPool(p *ants.Pool) Option {
 	return func(cfg *config) {
 		if p == nil {
@@ -77,18 +77,18 @@ func WithPool(p *ants.Pool) Option {
 }
 
 // WithPoolOptions passes options to the ants pool that New creates, for
-// example ants.WithPreAlloc. New's pool keeps idle workers instead of
-// purging them, and ants.WithDisablePurge(false) here turns purging back
-// on; it is always non-blocking, whatever the options say (see WithPool).
+// example [ants.WithPreAlloc]. New's pool keeps idle workers instead of
+// purging them, and [ants.WithDisablePurge](false) here turns purging back
+// on; it is always non-blocking, whatever the options say (see [WithPool]).
 // The pool's panic handler never sees a job's panic, only a panic of the
-// handler set by WithPanicHandler.
+// handler set by [WithPanicHandler].
 func WithPoolOptions(opts ...ants.Option) Option {
 	return func(cfg *config) { cfg.poolOptions = append(cfg.poolOptions, opts...) }
 }
 
 // WithPanicHandler sets the function called, on the worker, with the ID of
 // a task whose job panicked and the value it panicked with. Without a
-// handler the panic is logged (see WithLogger). Either way the scheduler and
+// handler the panic is logged (see [WithLogger]). Either way the scheduler and
 // its pool carry on, and a repeating task keeps repeating.
 func WithPanicHandler(h func(id TaskID, recovered any)) Option {
 	return func(cfg *config) { cfg.onPanic = h }
@@ -96,8 +96,8 @@ func WithPanicHandler(h func(id TaskID, recovered any)) Option {
 
 // WithLogger sets the logger for what the scheduler reports on its own: a
 // panicking job when no panic handler is set, logged at level Error with
-// the attributes "task" and "panic". The default is slog.Default(), as it
-// is when the job panics. A nil logger makes New return ErrNilLogger.
+// the attributes "task" and "panic". The default is [slog.Default](), as it
+// is when the job panics. A nil logger makes New return [ErrNilLogger].
 func WithLogger(l *slog.Logger) Option {
 	return func(cfg *config) {
 		if l == nil {

@@ -53,7 +53,7 @@ func TestOverloadedPoolRunsEveryDueJobInDeadlineOrder(t *testing.T) {
 		stats := s.Stats()
 		assert.Equal(t, n, stats.Waiting, "every due job waits for the worker")
 		assert.Equal(t, 1, stats.Running)
-		assert.Equal(t, uint64(1), stats.Fired)
+		assert.Equal(t, uint64(1), stats.Started)
 		assert.Zero(t, s.Len(), "due one-shots are no longer pending")
 		// A one-shot handed to the pool can no longer be stopped or
 		// moved; it still runs (checked below).
@@ -78,7 +78,7 @@ func TestOverloadedPoolRunsEveryDueJobInDeadlineOrder(t *testing.T) {
 		release()
 		synctest.Wait()
 		stats = s.Stats()
-		assert.Equal(t, uint64(n+1), stats.Fired, "no due job is lost")
+		assert.Equal(t, uint64(n+1), stats.Started, "no due job is lost")
 		assert.Zero(t, stats.Waiting)
 		assert.Zero(t, stats.Running)
 		// The worker freed up at the end of the stall, when every job
@@ -126,6 +126,6 @@ func TestNonBlockingPoolOverloadLosesNothing(t *testing.T) {
 		defer mu.Unlock()
 		require.Len(t, order, n, "no due job is lost")
 		assert.True(t, slices.IsSorted(order), "deadline order kept")
-		assert.Equal(t, uint64(n+1), s.Stats().Fired)
+		assert.Equal(t, uint64(n+1), s.Stats().Started)
 	})
 }

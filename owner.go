@@ -30,7 +30,7 @@ type ownerShares struct {
 	clock
 	slab   *slab
 	inbox  *inbox
-	runs   *runner
+	runner *runner
 	cancel canceller
 	out    *outcomes
 	quit   <-chan struct{}
@@ -46,14 +46,20 @@ type ownerState struct {
 	intervals map[uint32]int64 // slot to interval, for the repeating tasks the owner holds
 	retryAt   int64            // when to try again to start drains the pool refused; 0: none
 	backoff   time.Duration    // the wait before that retry
+	barriers  int              // barrier requests applied in this loop iteration
 }
 
-// ownerGauges are published by the owner and read by Len and Stats.
+// ownerGauges are published by the owner. Len and Stats read heapLen,
+// ended and wakeups.
 type ownerGauges struct {
 	heapLen atomic.Int64
 	ended   atomic.Int64  // tasks that stopped being pending other than by CancelTask
-	loops   atomic.Uint64 // loop iterations completed
 	wakeups atomic.Uint64 // times the goroutine woke from sleep
+	// passed counts the barrier requests (opBarrier) whose loop iteration
+	// has ended: every request sent before a barrier, in its lane, has been
+	// applied, and what the iteration did published. Only a barrier, which
+	// no call of the API sends, writes it; the tests wait on it.
+	passed atomic.Uint64
 }
 
 // The owner hands due tasks to the run queue in chunks while it pops them,
@@ -92,6 +98,23 @@ const (
 // faults take milliseconds for a large heap: shrinking in the middle of a
 // stream of deadlines would make the jobs due meanwhile that late.
 const quietGap = 10 * time.Millisecond
+
+// init sets the owner up, before its goroutine starts, with the parts it
+// shares (all but done, which it makes). With positions set, its heap keeps
+// every entry's position, for eager cancel, which removes a task's entry by
+// its slot.
+func (o *owner) init(shares ownerShares, positions bool) {
+	o.ownerShares = shares
+	o.done = make(chan struct{})
+	if positions {
+		o.heap.keepPositions(minPositions)
+	}
+}
+
+// minPositions is the fewest positions the heap keeps when it shrinks: the
+// slots of a slab chunk for each of its shards, which a scheduler soon
+// spreads its tasks over again. Fewer would be regrown after every burst.
+const minPositions = shardCount * chunkSize
 
 // loop is the owner goroutine.
 func (o *owner) loop() {
@@ -172,15 +195,15 @@ func (o *owner) work(now int64) {
 		o.rebuild()
 	}
 	o.flush()
-	if o.slab.wantsTrim() && o.readyToTrim() {
+	if o.slab.trimAsked() && o.readyToTrim() {
 		o.slab.trim()
 	}
 	o.shrinkWhenQuiet(now)
 }
 
-// readyToTrim reports whether the slab may give chunks back now, rebuilding
+// readyToTrim reports whether the slab may trim chunks now, rebuilding
 // the heap first if the strategy asks for it: no entry may name a slot of a
-// chunk given back. A rebuild here comes after the loop's flush, so it
+// trimmed chunk. A rebuild here comes after the loop's flush, so it
 // flushes again: the slots it let go of are freed before the trim, and the
 // rebuilt heap's size is published before the owner sleeps.
 func (o *owner) readyToTrim() bool {
@@ -202,15 +225,19 @@ func (o *owner) collectDueAhead(now int64) { o.collectDue(min(now, o.inbox.waiti
 
 // apply carries out one request from the inbox.
 func (o *owner) apply(r op) {
+	if r.kind == opBarrier {
+		o.barriers++ // passed once the loop iteration ends (flush)
+		return
+	}
 	ch := o.slab.chunkOf(r.slot)
 	if ch == nil {
-		return // the task is gone, and its chunk given back
+		return // the task is gone, and its chunk trimmed
 	}
 	t := &ch.tasks[r.slot&(chunkSize-1)]
 	if t.generation() != r.gen {
 		return // the task is gone and its slot reused
 	}
-	w := t.word.Load()
+	w := t.state()
 	switch r.kind {
 	case opAdd:
 		if wordStatus(w) == statusCancelled {
@@ -235,8 +262,7 @@ func (o *owner) apply(r op) {
 		if w&flagOwned == 0 {
 			return
 		}
-		if i, ok := o.heap.indexOf(r.slot); ok {
-			o.heap.removeAt(i)
+		if o.heap.remove(r.slot) {
 			o.letGo(r.slot, t)
 		}
 	}
@@ -286,7 +312,7 @@ func (o *owner) collectDue(now int64) {
 		}
 		if w&flagRepeat == 0 {
 			// One-shot: hand the slot from the owner to the worker.
-			if !t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusFired|flagRunning) {
+			if !t.comeDue(w) {
 				continue // a caller changed it meanwhile; look again
 			}
 			o.heap.pop()
@@ -295,20 +321,18 @@ func (o *owner) collectDue(now int64) {
 			continue
 		}
 		next, missed := nextRun(e.when, o.intervals[e.slot], now)
-		running := w&flagRunning != 0
-		nw := packWord(next, w&flagMask|flagRunning)
-		if running {
-			missed++ // the previous run is still going: skip this one
-			nw = packWord(next, w&flagMask)
-		}
-		if !t.word.CompareAndSwap(w, nw) {
-			continue
+		run, ok := t.repeat(w, next)
+		if !ok {
+			continue // a caller changed it meanwhile; look again
 		}
 		o.heap.setWhen(0, next)
+		if !run {
+			missed++ // the previous run is still going: skip this one
+		}
 		if missed > 0 {
 			o.out.skipped.Add(uint64(missed))
 		}
-		if !running {
+		if run {
 			o.due(e.slot, e.when)
 		}
 	}
@@ -323,7 +347,10 @@ func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
 	if e.tag != t.tag {
 		return nil, 0, false // a tombstone
 	}
-	w = t.word.Load()
+	w = t.state()
+	if invariantsOn {
+		checkOwned(w, t.generation())
+	}
 	if wordStatus(w) == statusCancelled {
 		o.letGo(e.slot, t)
 		return nil, 0, false
@@ -350,7 +377,7 @@ func (o *owner) handOver() {
 	if len(o.dueNow) == 0 {
 		return
 	}
-	o.runs.q.put(o.dueNow)
+	o.runner.q.put(o.dueNow)
 	o.dueNow = o.dueNow[:0]
 }
 
@@ -359,14 +386,14 @@ func (o *owner) handOver() {
 // it sets retryAt, backing off from minRetry to maxRetry; jobs stay queued
 // meanwhile, and drains already going keep taking them.
 func (o *owner) startDrains() {
-	err := o.runs.start()
+	err := o.runner.start()
 	switch {
 	case err == nil:
 		o.retryAt, o.backoff = 0, 0
 	case errors.Is(err, ants.ErrPoolClosed):
 		// A pool given with WithPool was released under the scheduler: no
 		// queued job can ever run.
-		o.runs.dropQueued()
+		o.runner.dropQueued()
 		o.retryAt, o.backoff = 0, 0
 	default:
 		o.backoff = min(max(2*o.backoff, minRetry), maxRetry)
@@ -419,7 +446,10 @@ func (o *owner) flush() {
 	}
 	o.handOver()
 	o.heapLen.Store(int64(o.heap.len()))
-	o.loops.Add(1)
+	if o.barriers != 0 {
+		o.passed.Add(uint64(o.barriers))
+		o.barriers = 0
+	}
 }
 
 // shrinkWhenQuiet shrinks a heap that emptied out (deadlineHeap.shrink)
@@ -436,21 +466,14 @@ func (o *owner) shrinkWhenQuiet(now int64) {
 // whose holds it lets go of), and with every deadline that moved earlier
 // than its entry fixed.
 func (o *owner) rebuild() {
-	items := o.heap.items
-	kept := 0
-	for _, e := range items {
-		_, w, live := o.classify(e)
-		if !live {
-			continue
-		}
+	n := o.heap.retain(func(e *entry) bool {
+		_, w, live := o.classify(*e)
 		e.when = min(e.when, wordWhen(w))
-		items[kept] = e
-		kept++
-	}
-	o.cancel.discarded(len(items) - kept) // once: callers read the count
-	o.heap.items = items[:kept]
+		return live
+	})
 	o.heap.heapify()
-	o.heap.shrinkAfterRebuild()
+	o.cancel.discarded(n) // once: callers read the count
+	o.heap.shrinkAfterRebuild(o.cancel.regrowth(o.heap.len()))
 }
 
 // dropAll ends the owner's life at Shutdown: every task still pending is
@@ -459,18 +482,18 @@ func (o *owner) rebuild() {
 // before it told the owner to quit.
 func (o *owner) dropAll() {
 	o.inbox.deliver(o.apply)
-	for _, e := range o.heap.items {
-		t, _, live := o.classify(e)
-		if !live {
-			continue
+	o.heap.retain(func(e *entry) bool {
+		t, _, live := o.classify(*e)
+		if live {
+			if t.cancel(t.generation()) { // the owner holds t: its generation stays
+				o.ended.Add(1)
+				o.out.dropped.Add(1)
+			}
+			o.letGo(e.slot, t)
 		}
-		if t.cancel(t.generation()) { // the owner holds t: its generation stays
-			o.ended.Add(1)
-			o.out.dropped.Add(1)
-		}
-		o.letGo(e.slot, t)
-	}
-	o.heap.items = nil
+		return false
+	})
+	o.heap.shrink()
 	o.intervals = nil
 	o.dueNow = nil
 	o.slab.free(o.freed)

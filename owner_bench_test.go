@@ -116,7 +116,7 @@ func BenchmarkOwner(b *testing.B) {
 				s.owner.collectDue(s.now()) // pop each due task and hand it to the run queue
 				s.owner.flush()
 				b.StopTimer()
-				s.runs.dropDue(s.runs.q.takeAll(false)) // what runs would do, untimed
+				s.runner.dropDue(s.runner.q.takeAll(false)) // what runs would do, untimed
 			}
 			b.ReportMetric(1e9*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "owner-ops/s")
 		})

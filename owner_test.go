@@ -41,7 +41,7 @@ func TestTimerWakeHandsOverDueTasksBeforeApplyingWaitingRequests(t *testing.T) {
 		s.step(int64(4 * time.Hour))
 
 		var got []string
-		for _, d := range s.runs.q.items[s.runs.q.head:] {
+		for _, d := range s.runner.q.items[s.runner.q.head:] {
 			for name, id := range ids {
 				if s.slab.id(d.slot, s.slab.at(d.slot).gen.Load()) == id {
 					got = append(got, name)
@@ -87,7 +87,7 @@ func TestNeverDueTaskIsNotDispatchedEvenPastTheHorizon(t *testing.T) {
 	_, err := s.ScheduleOne(func() {}, math.MaxInt64)
 	require.NoError(t, err)
 	s.step(math.MaxInt64) // a clock beyond the representable horizon
-	assert.Empty(t, s.runs.q.items)
+	assert.Empty(t, s.runner.q.items)
 	assert.Equal(t, 1, s.Len())
 }
 
@@ -242,6 +242,6 @@ func TestEagerTagWrapKeepsPositionsAndRunsTheTaskOnce(t *testing.T) {
 	assert.Equal(t, slot, s.owner.heap.top().slot)
 
 	s.step(int64(time.Hour))
-	assert.Len(t, s.runs.q.items, 1, "dispatched once")
+	assert.Len(t, s.runner.q.items, 1, "dispatched once")
 	assert.Zero(t, s.owner.heap.len())
 }

@@ -62,7 +62,7 @@ func TestPanickingJobsAreIsolated(t *testing.T) {
 
 		stats := s.Stats()
 		assert.Equal(t, uint64(105), stats.Panics)
-		assert.Equal(t, uint64(205), stats.Fired)
+		assert.Equal(t, uint64(205), stats.Started)
 		runs := rec.times()
 		if assert.Len(t, runs, 100, "the ordinary task kept its schedule") {
 			assert.Equal(t, 10*time.Millisecond, runs[0])

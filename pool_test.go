@@ -128,7 +128,7 @@ func TestShutdownDoesNotWaitForAForeignBusyPool(t *testing.T) {
 		stats := s.Stats()
 		assert.Zero(t, stats.Waiting)
 		assert.Equal(t, uint64(1), stats.Dropped)
-		assert.Zero(t, stats.Fired)
+		assert.Zero(t, stats.Started)
 	})
 }
 
@@ -168,7 +168,7 @@ func TestJobsDueOnAReleasedPoolAreCountedAsDropped(t *testing.T) {
 		schedtest.Advance(2 * time.Second)
 		stats := s.Stats()
 		assert.Equal(t, uint64(3), stats.Dropped)
-		assert.Zero(t, stats.Fired)
+		assert.Zero(t, stats.Started)
 		assert.Zero(t, stats.Waiting)
 	})
 }

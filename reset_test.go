@@ -66,7 +66,7 @@ func TestResetEarlierThenLaterRunsOnceAtTheLastDeadline(t *testing.T) {
 		require.True(t, s.Reset(id, 3*time.Second))
 		schedtest.Advance(20 * time.Second)
 		assert.Equal(t, []time.Duration{3 * time.Second}, rec.times())
-		assert.Equal(t, uint64(1), s.Stats().Fired)
+		assert.Equal(t, uint64(1), s.Stats().Started)
 	})
 }
 
@@ -135,7 +135,7 @@ func TestHeartbeatsKeepADeviceAliveAndSilenceTimesItOut(t *testing.T) {
 			assert.Equal(t, int64(lastBeat+timeout)+1, timedOut[d].Load(), "device %d", d)
 		}
 		stats := s.Stats()
-		assert.Equal(t, uint64(devices), stats.Fired)
+		assert.Equal(t, uint64(devices), stats.Started)
 		assert.Equal(t, 0, stats.Pending)
 	})
 }
@@ -285,7 +285,7 @@ func TestConcurrentResetAndCancelNeverRunATaskTwice(t *testing.T) {
 			assert.Zero(t, overlaps.Load(), "a repeating task overlapped itself")
 			assert.Positive(t, repRuns.Load())
 			stats := s.Stats()
-			assert.Equal(t, uint64(ran)+uint64(repRuns.Load()), stats.Fired)
+			assert.Equal(t, uint64(ran)+uint64(repRuns.Load()), stats.Started)
 			assert.Equal(t, uint64(cancelled+repeating), stats.Cancelled)
 			t.Logf("%d one-shots: %d ran, %d cancelled; %d repeating runs, %d skipped", n, ran, cancelled, repRuns.Load(), stats.Skipped)
 		})

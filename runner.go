@@ -26,7 +26,7 @@ import (
 //   - The scheduler counts its drains itself (runQueue.active). A drain that
 //     ends abnormally (its job calls runtime.Goexit, or the panic handler
 //     panics) still leaves through its deferred exit (runner.endDrain), which
-//     gives its place back and wakes the owner to start a replacement if
+//     leaves its place and wakes the owner to start a replacement if
 //     work is left.
 //   - Handing a job to ants costs a lock, a channel send and a goroutine
 //     wake-up; a drain takes its next job with one uncontended lock. Firing
@@ -115,7 +115,7 @@ func (q *runQueue) claimLocked() bool {
 	return true
 }
 
-// unclaim gives back a claimed drain that the pool refused, and tells
+// unclaim withdraws the claim on a drain that the pool refused, and tells
 // drains to leave retrying to the owner.
 func (q *runQueue) unclaim() {
 	q.mu.Lock()
@@ -142,7 +142,7 @@ func (q *runQueue) next(first bool) (d due, ok, helper bool) {
 	d = q.items[q.head]
 	q.head++
 	if q.head == len(q.items) {
-		q.reset()
+		q.rewind()
 	} else if !q.refused {
 		helper = q.claimLocked()
 	}
@@ -183,7 +183,7 @@ func (q *runQueue) takeAll(close bool) []due {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	rest := append([]due(nil), q.items[q.head:]...)
-	q.reset()
+	q.rewind()
 	if close {
 		q.closed = true
 		q.checkIdle()
@@ -203,8 +203,8 @@ func (q *runQueue) counts() (queued, active int) {
 // than grow the buffer past what is queued.
 const slideAfter = 1024
 
-// reset empties the storage, giving a large buffer back after a burst.
-func (q *runQueue) reset() {
+// rewind empties the storage, and shrinks a buffer that a burst made large.
+func (q *runQueue) rewind() {
 	q.head = 0
 	if cap(q.items) > bigBuffer {
 		q.items = nil
@@ -237,6 +237,16 @@ type runner struct {
 
 	onPanic func(TaskID, any)
 	logger  *slog.Logger // nil: slog.Default(), as it is when a job panics
+}
+
+// init sets the runner up: its jobs run on pool, at most workers at a
+// time, and it reports a panic to onPanic, or else to logger (nil:
+// slog.Default()).
+func (r *runner) init(pool *ants.Pool, workers int, c clock, sl *slab, in *inbox, out *outcomes,
+	onPanic func(TaskID, any), logger *slog.Logger) {
+	*r = runner{pool: pool, clock: c, slab: sl, inbox: in, out: out, onPanic: onPanic, logger: logger}
+	r.q.init(workers)
+	r.drainFn = r.drain
 }
 
 // start submits a drain if jobs are queued and no drain is starting;
@@ -301,8 +311,8 @@ func (r *runner) startHelper() {
 }
 
 // endDrain runs as a drain ends, normally or not. A drain whose job ended
-// its goroutine (runtime.Goexit, or a panic handler that panicked) gives its
-// place back and wakes the owner to start a replacement for the work left.
+// its goroutine (runtime.Goexit, or a panic handler that panicked) leaves its
+// place and wakes the owner to start a replacement for the work left.
 func (r *runner) endDrain(fb *freeBatch, left, first *bool) {
 	if *left {
 		return
@@ -316,9 +326,9 @@ func (r *runner) endDrain(fb *freeBatch, left, first *bool) {
 // runJob runs the job of the due task d, unless it was cancelled while it
 // waited or the scheduler has shut down since.
 func (r *runner) runJob(d due, fb *freeBatch) {
-	t := r.slab.at(d.slot)
+	t, id := r.slab.held(d.slot)
 	defer r.finish(d.slot, t, fb)
-	if wordStatus(t.word.Load()) == statusCancelled {
+	if t.isCancelled() {
 		// A repeating task cancelled while its run waited for a worker: the
 		// run has not started, so it never does.
 		return
@@ -328,7 +338,7 @@ func (r *runner) runJob(d due, fb *freeBatch) {
 		return
 	}
 	r.out.started(r.now() - d.when)
-	r.call(r.slab.id(d.slot, t.generation()), t)
+	r.call(id, t)
 }
 
 // call runs t's job, recovering a panic so that neither the worker nor the
@@ -371,7 +381,7 @@ func (r *runner) finish(slot uint32, t *task, fb *freeBatch) {
 }
 
 // flushFreed frees the slots in fb, and wakes the owner when the slab
-// then has chunks to give back.
+// then has chunks to trim.
 func (r *runner) flushFreed(fb *freeBatch) {
 	if fb.n == 0 {
 		return
@@ -395,7 +405,7 @@ func (r *runner) dropDue(ds []due) {
 	var fb freeBatch
 	for _, d := range ds {
 		t := r.slab.at(d.slot)
-		if wordStatus(t.word.Load()) != statusCancelled {
+		if !t.isCancelled() {
 			r.out.dropped.Add(1)
 		}
 		r.finish(d.slot, t, &fb)
@@ -404,19 +414,17 @@ func (r *runner) dropDue(ds []due) {
 }
 
 // outcomes counts what became of jobs, for Stats. Runs count the jobs they
-// start (fired, lateness) and those that panicked or that they had to drop;
+// start (starts, lateness) and those that panicked or that they had to drop;
 // the owner counts the runs it skipped and the tasks it dropped at
 // Shutdown.
 type outcomes struct {
-	fired       atomic.Uint64
+	starts      atomic.Uint64
 	panics      atomic.Uint64
 	dropped     atomic.Uint64
 	skipped     atomic.Uint64
 	maxLateness atomic.Int64
-	// recent is the largest lateness since TakeMaxLateness last swapped it
-	// out; lateness counts starts by lateness bucket, and lateSum adds up
-	// their lateness, in nanoseconds.
-	recent   atomic.Int64
+	// lateness counts starts by lateness bucket, and lateSum adds up their
+	// lateness, in nanoseconds.
 	lateSum  atomic.Int64
 	lateness [LatenessBuckets]atomic.Uint64
 }
@@ -425,9 +433,8 @@ type outcomes struct {
 // It allocates nothing: a few atomic adds, and a scan of the bounds that
 // stops at the first one above late, so on-time starts cost the least.
 func (c *outcomes) started(late int64) {
-	c.fired.Add(1)
+	c.starts.Add(1)
 	raiseTo(&c.maxLateness, late)
-	raiseTo(&c.recent, late)
 	c.lateSum.Add(late)
 	i := 0
 	for i < len(latenessBounds) && late > int64(latenessBounds[i]) {

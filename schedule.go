@@ -29,15 +29,15 @@ type Scheduler struct {
 	cancel canceller
 	_      cacheLinePad
 
-	slab   slab
-	inbox  inbox
-	counts taskCounts
-	_      cacheLinePad
-	owner  owner
-	_      cacheLinePad
-	runs   runner
-	_      cacheLinePad
-	out    outcomes
+	slab      slab
+	inbox     inbox
+	scheduled shardedCount
+	_         cacheLinePad
+	owner     owner
+	_         cacheLinePad
+	runner    runner
+	_         cacheLinePad
+	out       outcomes
 
 	stopOnce sync.Once
 	quit     chan struct{} // closed by Shutdown: the owner drops everything and ends
@@ -49,15 +49,15 @@ const poolSpare = 2
 
 // New returns a running Scheduler whose jobs run on at most workers
 // goroutines at a time (its pool keeps up to two more, idle, for a smooth
-// hand-over between runs). It returns ErrInvalidWorkers when workers is not
+// hand-over between runs). It returns [ErrInvalidWorkers] when workers is not
 // positive, the error of the first Option given a bad argument
-// (ErrUnknownStrategy, ErrNilPool, ErrBlockingPool, ErrNilLogger), and the
+// ([ErrUnknownStrategy], [ErrNilPool], [ErrBlockingPool], [ErrNilLogger]), and the
 // error of the pool's construction.
 //
-// The bound holds with WithPool too: the Scheduler then occupies at most
+// The bound holds with [WithPool] too: the Scheduler then occupies at most
 // workers of that pool's workers.
 //
-// Call Shutdown or ShutdownContext when done, to stop the scheduler's
+// Call Shutdown or [Scheduler.ShutdownContext] when done, to stop the scheduler's
 // goroutines and release its pool.
 func New(workers int, opts ...Option) (*Scheduler, error) {
 	if workers <= 0 {
@@ -100,31 +100,17 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 	s := &Scheduler{clock: clock{time.Now()}, quit: make(chan struct{})}
 	s.slab.init(rand.Uint64)
 	s.inbox.init()
-	s.runs = runner{
-		pool:    pool,
-		clock:   s.clock,
-		slab:    &s.slab,
-		inbox:   &s.inbox,
-		out:     &s.out,
-		onPanic: cfg.onPanic,
-		logger:  cfg.logger,
-	}
-	s.runs.q.init(workers)
-	s.runs.drainFn = s.runs.drain
-	s.owner.ownerShares = ownerShares{
-		clock: s.clock,
-		slab:  &s.slab,
-		inbox: &s.inbox,
-		runs:  &s.runs,
-		out:   &s.out,
-		quit:  s.quit,
-		done:  make(chan struct{}),
-	}
-	s.cancel = newCanceller(cfg.strategy, &s.slab, &s.inbox, &s.counts)
-	s.owner.cancel = s.cancel
-	if cfg.strategy == EagerCancel {
-		s.owner.heap.keepPositions() // eager removes a task's entry by its slot
-	}
+	s.runner.init(pool, workers, s.clock, &s.slab, &s.inbox, &s.out, cfg.onPanic, cfg.logger)
+	s.cancel = newCanceller(cfg.strategy, &s.slab, &s.inbox)
+	s.owner.init(ownerShares{
+		clock:  s.clock,
+		slab:   &s.slab,
+		inbox:  &s.inbox,
+		runner: &s.runner,
+		cancel: s.cancel,
+		out:    &s.out,
+		quit:   s.quit,
+	}, cfg.strategy == EagerCancel)
 	return s
 }
 
@@ -132,14 +118,14 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 // it as soon as a worker is free; a delay too long to represent (about 18
 // years from New) is accepted, and the job never comes due.
 //
-// It returns ErrNilJob for a nil job, ErrShutdown after Shutdown, and
-// ErrTooManyTasks when 2^32-1 tasks are held at once. It may wait while
-// requests back up (see Scheduler).
+// It returns [ErrNilJob] for a nil job, [ErrShutdown] after Shutdown, and
+// [ErrTooManyTasks] when the scheduler is full. It may wait while requests
+// back up (see [Scheduler]).
 func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(nil, job, s.deadline(delay), 0)
+	return s.add(nil, job, delay, 0)
 }
 
 // ScheduleOneWith is ScheduleOne for a job that receives its own TaskID and
@@ -151,13 +137,13 @@ func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error)
 // ScheduleOneWith returns, so a job can tell a current task from an older
 // one it replaced.
 //
-// It returns ErrNilJob for a nil job and otherwise behaves as ScheduleOne.
+// It returns [ErrNilJob] for a nil job and otherwise behaves as ScheduleOne.
 // arg may be nil.
 func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(job, arg, s.deadline(delay), 0)
+	return s.add(job, arg, delay, 0)
 }
 
 // ScheduleAt runs job once, at the instant at: ScheduleOne for a deadline
@@ -175,7 +161,7 @@ func (s *Scheduler) ScheduleAt(job func(), at time.Time) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(nil, job, s.deadline(time.Until(at)), 0)
+	return s.add(nil, job, time.Until(at), 0)
 }
 
 // ScheduleAtWith is ScheduleAt for a job that receives its own TaskID and a
@@ -185,20 +171,20 @@ func (s *Scheduler) ScheduleAtWith(job func(id TaskID, arg any), arg any, at tim
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(job, arg, s.deadline(time.Until(at)), 0)
+	return s.add(job, arg, time.Until(at), 0)
 }
 
 // Schedule runs job every interval, the first time interval from now. Runs
 // are due at fixed times, start + k·interval, so lateness does not
 // accumulate. A run that comes due while the previous run of the same task
 // is still going, or that was missed while the scheduler or the pool was
-// stalled, is skipped (see Stats.Skipped), so the task never runs
+// stalled, is skipped (see [Stats].Skipped), so the task never runs
 // concurrently with itself and never bursts to catch up.
 //
-// It returns ErrNilJob for a nil job, ErrInvalidInterval for an interval of
-// zero or less, ErrShutdown after Shutdown, and ErrTooManyTasks when 2^32-1
-// tasks are held at once. It may wait while requests back up (see
-// Scheduler).
+// It returns [ErrNilJob] for a nil job, [ErrInvalidInterval] for an
+// interval of zero or less, [ErrShutdown] after Shutdown, and
+// [ErrTooManyTasks] when the scheduler is full. It may wait while requests
+// back up (see [Scheduler]).
 func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -206,7 +192,7 @@ func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error)
 	if interval <= 0 {
 		return 0, ErrInvalidInterval
 	}
-	return s.add(nil, job, s.deadline(interval), interval)
+	return s.add(nil, job, interval, interval)
 }
 
 // ScheduleWith is Schedule for a job that receives its own TaskID and a
@@ -220,7 +206,7 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 	if interval <= 0 {
 		return 0, ErrInvalidInterval
 	}
-	return s.add(job, arg, s.deadline(interval), interval)
+	return s.add(job, arg, interval, interval)
 }
 
 // CancelTask stops the task id. It reports whether this call stopped it:
@@ -234,8 +220,8 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 // returns false for an unknown or already cancelled task, for 0, for an ID
 // of another Scheduler, and after Shutdown.
 //
-// With EagerCancel the call sends the scheduler a request, and may wait,
-// as ScheduleOne may, while requests back up. With LazyCancel it never
+// With [EagerCancel] the call sends the scheduler a request, and may wait,
+// as ScheduleOne may, while requests back up. With [LazyCancel] it never
 // waits.
 func (s *Scheduler) CancelTask(id TaskID) bool {
 	t := s.slab.lookup(id)
@@ -243,9 +229,7 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 		return false
 	}
 	slot := s.slab.slotOf(id)
-	k := s.slab.shardOf(slot)
-	s.counts.shards[k].cancelled.Add(1)
-	s.cancel.cancelled(slot, id.gen(), k)
+	s.cancel.cancelled(slot, id.gen(), s.slab.shardOf(slot))
 	return true
 }
 
@@ -253,7 +237,7 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 // repeating task then continues every interval from that run. It reports
 // false, and changes nothing, when id is not pending: unknown, cancelled, a
 // one-shot that has come due (see CancelTask), an ID of another Scheduler,
-// or after Shutdown. Unlike time.Timer.Reset, it never re-arms a one-shot
+// or after Shutdown. Unlike [time.Timer.Reset], it never re-arms a one-shot
 // that has fired: schedule a new task for that.
 //
 // Reset is the heartbeat path: it allocates nothing and sends no request
@@ -267,7 +251,7 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	if t == nil || s.IsShutdown() {
 		return false
 	}
-	when := s.deadline(delay)
+	when := s.clock.deadline(delay)
 	old, ok := t.moveTo(id.gen(), when)
 	if !ok {
 		return false
@@ -298,11 +282,13 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 // represent is reported as about 18 years after New.
 func (s *Scheduler) Deadline(id TaskID) (time.Time, bool) {
 	t := s.slab.lookup(id)
-	if t == nil || !t.lock(id.gen()) {
+	if t == nil {
 		return time.Time{}, false
 	}
-	w := t.word.Load()
-	t.unlock(id.gen())
+	w, ok := t.stateAt(id.gen())
+	if !ok {
+		return time.Time{}, false
+	}
 	switch wordStatus(w) {
 	case statusCancelled:
 		return time.Time{}, false
@@ -322,54 +308,44 @@ func (s *Scheduler) Len() int {
 		return 0
 	}
 	// Ends before starts, so that every end counted comes with its start.
-	n := -s.owner.ended.Load() - int64(s.counts.cancelled())
-	n += int64(s.counts.scheduled())
+	n := -s.owner.ended.Load() - int64(s.cancel.cancels())
+	n += int64(s.scheduled.sum())
 	return int(max(n, 0))
 }
 
-// taskCounts counts the adds and cancels behind Len and Stats, in one
-// shard per slab shard, so that no cache line takes a write from every add
-// and every cancel on every core: an add counts in the shard it took its
-// slot from, and a cancel in its task's shard, which for a caller that adds
-// and cancels on one core is that core's shard. Readers sum the shards.
-type taskCounts struct {
-	shards [shardCount]struct {
-		scheduled atomic.Uint64
-		cancelled atomic.Uint64
-		_         cacheLinePad
-	}
+// shardedCount is a count kept in one cache line per slab shard, so that
+// no line takes a write from every core: the adds behind Len and Stats
+// (Scheduler.scheduled), each counted in the shard it took its slot from,
+// and the cancels (counted by the cancel strategy), each in its task's
+// shard, which for a caller that adds and cancels on one core is that
+// core's. Writers add to their shard's n; readers sum the shards.
+type shardedCount [shardCount]struct {
+	n atomic.Uint64
+	_ cacheLinePad
 }
 
-func (c *taskCounts) scheduled() uint64 {
+func (c *shardedCount) sum() uint64 {
 	var n uint64
-	for i := range c.shards {
-		n += c.shards[i].scheduled.Load()
+	for i := range c {
+		n += c[i].n.Load()
 	}
 	return n
 }
 
-func (c *taskCounts) cancelled() uint64 {
-	var n uint64
-	for i := range c.shards {
-		n += c.shards[i].cancelled.Load()
-	}
-	return n
-}
-
-// IsShutdown reports whether Shutdown or ShutdownContext has been called.
+// IsShutdown reports whether Shutdown or [Scheduler.ShutdownContext] has been called.
 func (s *Scheduler) IsShutdown() bool { return s.inbox.closed.Load() }
 
 // Shutdown stops the scheduler. It is idempotent, safe to call
-// concurrently with any other method (Shutdown and ShutdownContext
+// concurrently with any other method (Shutdown and [Scheduler.ShutdownContext]
 // included) and from inside a job, and returns without waiting for running
 // jobs. Once it returns, no worker takes another job: pending tasks and due
-// jobs that no worker had taken are dropped (counted in Stats.Dropped) and
+// jobs that no worker had taken are dropped (counted in [Stats].Dropped) and
 // their jobs are no longer referenced; ScheduleOne and Schedule return
-// ErrShutdown, and CancelTask and Reset return false. Jobs that workers had
+// [ErrShutdown], and CancelTask and Reset return false. Jobs that workers had
 // already taken run to their end, like jobs already running, and one taken
 // just as Shutdown is called may start just after it returns: to know that
-// no job runs any more, use ShutdownContext. A pool created by New is
-// released; one given by WithPool is left alone.
+// no job runs any more, use [Scheduler.ShutdownContext]. A pool created by New is
+// released; one given by [WithPool] is left alone.
 func (s *Scheduler) Shutdown() { s.stop() }
 
 // ShutdownContext is Shutdown followed by a wait, until ctx is done, for
@@ -377,12 +353,12 @@ func (s *Scheduler) Shutdown() { s.stop() }
 // for all of its goroutines to exit. It returns nil when they have, and no
 // job starts afterwards; it returns ctx.Err() otherwise. The scheduler is
 // shut down either way. It never waits for work that is not the
-// scheduler's: with WithPool, jobs of others running on the pool do not
+// scheduler's: with [WithPool], jobs of others running on the pool do not
 // hold it up. Called from inside a job it waits for that job too, so it can
 // only return ctx.Err() there.
 func (s *Scheduler) ShutdownContext(ctx context.Context) error {
 	s.stop()
-	for _, done := range []<-chan struct{}{s.runs.q.idle, s.poolDone} {
+	for _, done := range []<-chan struct{}{s.runner.q.idle, s.poolDone} {
 		if done == nil {
 			continue
 		}
@@ -404,62 +380,46 @@ func (s *Scheduler) stop() {
 		<-s.owner.done
 		// The owner has dropped what was pending and queues nothing more:
 		// close the run queue and drop the due jobs no drain has taken.
-		s.runs.close()
+		s.runner.close()
 		if s.poolDone != nil {
 			// Released exactly once, here. Waiting for the workers to exit is
 			// left to a goroutine of its own, so that Shutdown returns at once
-			// and ShutdownContext can give up when its context ends.
+			// and [Scheduler.ShutdownContext] can give up when its context ends.
 			go func() {
 				// The only call that releases the pool (ants' Release and
 				// ReleaseContext race when called concurrently). It returns
 				// once every worker and ants' own goroutines have exited.
-				_ = s.runs.pool.ReleaseContext(context.Background())
+				_ = s.runner.pool.ReleaseContext(context.Background())
 				close(s.poolDone)
 			}()
 		}
 	})
 }
 
-// deadline converts a delay from now into a deadline, clamped to
-// [now, never].
-func (s *Scheduler) deadline(delay time.Duration) int64 {
-	now := s.now()
-	if delay <= 0 {
-		return now
-	}
-	if int64(delay) > never-now {
-		return never
-	}
-	return now + int64(delay)
-}
-
 // add allocates a task for job fn(id, arg) (fn nil: arg is a func()), due
-// at when, and queues it for the owner.
-func (s *Scheduler) add(fn func(TaskID, any), arg any, when int64, interval time.Duration) (TaskID, error) {
+// delay from now, and queues it for the owner. Each part is asked once, in
+// turn: the slab for a slot and its ID, the task to begin, the inbox to
+// carry the add.
+func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Duration) (TaskID, error) {
 	if s.IsShutdown() {
 		return 0, ErrShutdown
 	}
-	slot, t, k, ok := s.slab.alloc()
+	id, slot, t, k, ok := s.slab.allocID()
 	if !ok {
 		return 0, ErrTooManyTasks
 	}
-	t.fn, t.arg = fn, arg
-	flags := uint64(statusPending | flagOwned)
-	if interval != 0 {
-		flags |= flagRepeat
-	}
-	t.word.Store(packWord(when, flags))
-	gen := t.generation()
+	when := t.begin(s.clock, fn, arg, delay, interval != 0)
+	gen := id.gen()
 	// Counted before the owner can see the task, so that no snapshot counts
 	// its end without its start.
-	c := &s.counts.shards[k].scheduled
+	c := &s.scheduled[k].n
 	c.Add(1)
 	if !s.inbox.send(k, op{slot: slot, gen: gen, kind: opAdd, interval: int64(interval)}, when) {
 		// Shut down meanwhile: the task was never scheduled.
 		c.Add(^uint64(0))
-		t.word.Store(statusCancelled)
+		t.abandon()
 		s.slab.free([]uint32{slot})
 		return 0, ErrShutdown
 	}
-	return s.slab.id(slot, gen), nil
+	return id, nil
 }

@@ -110,7 +110,7 @@ func shutdownWithJobsWaiting(t *testing.T, st schedtest.Strategy) (ok bool) {
 		ok = assert.Zero(t, late.Load(), "a job started after Shutdown")
 		ok = assert.Zero(t, stats.Waiting, "jobs dropped by Shutdown still counted as waiting") && ok
 		ok = assert.Zero(t, stats.Running) && ok
-		ok = assert.Equal(t, uint64(1), stats.Fired) && ok
+		ok = assert.Equal(t, uint64(1), stats.Started) && ok
 		ok = assert.Equal(t, uint64(100), stats.Dropped, "the jobs that waited are dropped") && ok
 	})
 	return ok

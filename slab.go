@@ -33,10 +33,10 @@ import (
 // different cores rarely share a lock or a cache line. Requests about a task
 // go to the inbox lane of its shard (inbox.go).
 //
-// Chunks whose slots are all free are given back, so that a scheduler that
+// Chunks whose slots are all free are trimmed (taken out of the directory), so that a scheduler that
 // lived through a spike of tasks does not keep the spike's memory. Only the
-// owner goroutine gives chunks back (slab.trim), because with lazy cancel a
-// tombstone in its heap may still name a free slot: it rebuilds the heap
+// owner goroutine trims chunks (slab.trim), because with lazy cancel a
+// tombstone in its heap may still name a freed slot: it rebuilds the heap
 // first. The chunk's index is kept for a later chunk, whose slots start at
 // the latest generation any slot of the old chunk reached: a slot's
 // generations go on counting up across the two chunks, and an ID of the old
@@ -61,20 +61,20 @@ const (
 // not share a cache line.
 type cacheLinePad [64]byte
 
-// chunk is a block of slots. free counts its slots in its shard's free
+// chunk is a block of slots. vacant counts its slots in its shard's vacant
 // list; the shard's mu guards it. The slots are an array of their own,
 // exactly five pages of 40-byte tasks: with the count beside them, every
 // chunk would take a sixth page, nearly empty.
 type chunk struct {
-	tasks *[chunkSize]task
-	free  int
+	tasks  *[chunkSize]task
+	vacant int
 }
 
 func newChunk() *chunk { return &chunk{tasks: new([chunkSize]task)} }
 
 type slab struct {
 	// dir holds the chunks. It is replaced when it grows, and its entries
-	// change (atomically) when a chunk is given back or its index reused,
+	// change (atomically) when a chunk is trimmed or its index reused,
 	// under grow; anyone may load it.
 	dir atomic.Pointer[directory]
 
@@ -83,14 +83,14 @@ type slab struct {
 	base uint32
 	key  uint32
 
-	// trimming has bit k set while shard k has chunks to give back.
+	// trimming has bit k set while shard k has chunks to trim.
 	trimming atomic.Uint32
 	_        cacheLinePad
 
 	shards [shardCount]slabShard
 
 	// grow serializes changes to the directory. reuse, guarded by grow,
-	// holds the indices of chunks given back, with the generation the slots
+	// holds the indices of chunks trimmed, with the generation the slots
 	// of their next chunk start at.
 	grow  sync.Mutex
 	reuse []reusable
@@ -98,13 +98,13 @@ type slab struct {
 
 // slabShard hands out the slots of its own chunks. mu guards every field.
 //
-// free holds the shard's slots ready for reuse; the left slots from next
+// vacant holds the shard's freed slots, ready for reuse; the left slots from next
 // on, in its newest chunk, were never used, and start at generation gen.
 // chunks counts the chunks the shard owns, empty those whose slots are all
-// in free.
+// vacant.
 type slabShard struct {
 	mu         sync.Mutex
-	free       []uint32
+	vacant     []uint32
 	next, left uint32
 	gen        uint32
 	chunks     int
@@ -112,10 +112,10 @@ type slabShard struct {
 	_          cacheLinePad
 }
 
-// reusable is the index of a chunk given back.
+// reusable is the index of a trimmed chunk.
 type reusable struct{ c, gen uint32 }
 
-// directory lists the chunks (nil where one was given back) and the shard
+// directory lists the chunks (nil where one was trimmed) and the shard
 // that owns each.
 type directory struct {
 	chunks []atomic.Pointer[chunk]
@@ -146,6 +146,14 @@ func (sl *slab) at(slot uint32) *task {
 	return &sl.chunkOf(slot).tasks[slot&(chunkSize-1)]
 }
 
+// held returns the task in slot, which must have been allocated, and its
+// ID, for a holder of the slot (a run), whose generation cannot change
+// under it.
+func (sl *slab) held(slot uint32) (*task, TaskID) {
+	t := sl.at(slot)
+	return t, sl.id(slot, t.gen.Load()&^genLocked)
+}
+
 // chunkOf returns the chunk that holds slot, which must have been allocated.
 func (sl *slab) chunkOf(slot uint32) *chunk {
 	return sl.dir.Load().chunks[slot>>chunkBits].Load()
@@ -174,7 +182,7 @@ func (sl *slab) lookup(id TaskID) *task {
 	}
 	ch := dir.chunks[c].Load()
 	if ch == nil {
-		return nil // given back: its slots hold no task
+		return nil // trimmed: its slots hold no task
 	}
 	return &ch.tasks[slot&(chunkSize-1)]
 }
@@ -188,7 +196,7 @@ type shardHint struct{ k uint32 }
 
 var shardHints = sync.Pool{New: func() any { return &shardHint{k: rand.Uint32() % shardCount} }}
 
-// alloc hands out a free slot, whose task has its new generation, and
+// alloc hands out a vacant slot, whose task has its new generation, and
 // returns it with the slot's shard. It reports false when every slot is in
 // use, which takes 2^32 tasks.
 func (sl *slab) alloc() (slot uint32, t *task, k uint8, ok bool) {
@@ -197,11 +205,20 @@ func (sl *slab) alloc() (slot uint32, t *task, k uint8, ok bool) {
 	return sl.allocHinted(h)
 }
 
+// allocID is alloc that returns the new task's ID too.
+func (sl *slab) allocID() (id TaskID, slot uint32, t *task, k uint8, ok bool) {
+	slot, t, k, ok = sl.alloc()
+	if ok {
+		id = sl.id(slot, t.gen.Load())
+	}
+	return id, slot, t, k, ok
+}
+
 // allocHinted is alloc starting from the shard hint names, which it
 // updates to the shard it took the slot from.
 func (sl *slab) allocHinted(h *shardHint) (slot uint32, t *task, k uint8, ok bool) {
 	sh := sl.lockAnyShard(h)
-	if len(sh.free) == 0 && sh.left == 0 {
+	if len(sh.vacant) == 0 && sh.left == 0 {
 		sh = sl.switchToFree(sh, h)
 	}
 	slot, t, ok = sl.allocFrom(sh, uint8(h.k))
@@ -226,11 +243,11 @@ func (sl *slab) lockAnyShard(hint *shardHint) *slabShard {
 }
 
 // switchToFree is for a shard sh, locked, that would have to add a chunk
-// to hand out a slot: if another shard has free slots, it unlocks sh and
+// to hand out a slot: if another shard has vacant slots, it unlocks sh and
 // returns that one, locked, and leaves its number in hint; otherwise it
 // returns sh. Slots go back to the shard they came from, so a caller that
 // keeps to one shard while the slots it frees belong to others would
-// otherwise add chunks while the others' free slots pile up; the next adds
+// otherwise add chunks while the others' vacant slots pile up; the next adds
 // on this processor keep to the shard found.
 func (sl *slab) switchToFree(sh *slabShard, hint *shardHint) *slabShard {
 	for i := uint32(1); i < shardCount; i++ {
@@ -239,7 +256,7 @@ func (sl *slab) switchToFree(sh *slabShard, hint *shardHint) *slabShard {
 		if !other.mu.TryLock() {
 			continue
 		}
-		if len(other.free) > 0 {
+		if len(other.vacant) > 0 {
 			sh.mu.Unlock()
 			hint.k = k
 			return other
@@ -252,14 +269,14 @@ func (sl *slab) switchToFree(sh *slabShard, hint *shardHint) *slabShard {
 // allocFrom hands out a slot of shard sh, number k, adding a chunk when it
 // has none left. sh.mu must be held.
 func (sl *slab) allocFrom(sh *slabShard, k uint8) (uint32, *task, bool) {
-	if n := len(sh.free); n > 0 {
-		slot := sh.free[n-1]
-		sh.free = sh.free[:n-1]
+	if n := len(sh.vacant); n > 0 {
+		slot := sh.vacant[n-1]
+		sh.vacant = sh.vacant[:n-1]
 		ch := sl.chunkOf(slot)
-		if ch.free == chunkSize {
+		if ch.vacant == chunkSize {
 			sh.empty--
 		}
-		ch.free--
+		ch.vacant--
 		return slot, &ch.tasks[slot&(chunkSize-1)], true
 	}
 	if sh.left == 0 {
@@ -280,7 +297,7 @@ func (sl *slab) allocFrom(sh *slabShard, k uint8) (uint32, *task, bool) {
 	return slot, t, true
 }
 
-// addChunk adds a chunk for shard k, at the index of a chunk given back if
+// addChunk adds a chunk for shard k, at the index of a trimmed chunk if
 // there is one, and returns its index and the generation its slots start
 // at; false when the slab holds the most chunks slot numbers can name.
 func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
@@ -326,12 +343,12 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 // free ends the lives of the tasks in slots, whose holders have all let
 // go of them, and returns the slots to their shards, under one lock per
 // shard. It may reorder slots. It reports whether a shard has come to hold
-// enough chunks with every slot free to give them back: the owner should
+// enough chunks with every slot free to trim them: the owner should
 // then call trim.
 func (sl *slab) free(slots []uint32) (trim bool) {
 	reusable := slots[:0]
 	for _, slot := range slots {
-		if sl.freeTask(sl.at(slot)) {
+		if sl.at(slot).free(sl.base) {
 			reusable = append(reusable, slot)
 		}
 	}
@@ -350,13 +367,13 @@ func (sl *slab) free(slots []uint32) (trim bool) {
 		sh.mu.Lock()
 		for _, slot := range slots[:n] {
 			ch := sl.chunkOf(slot)
-			ch.free++
-			if ch.free == chunkSize {
+			ch.vacant++
+			if ch.vacant == chunkSize {
 				sh.empty++
 			}
 		}
-		sh.free = append(sh.free, slots[:n]...)
-		if sh.wantsTrim() && sl.trimming.Or(1<<k)&(1<<k) == 0 {
+		sh.vacant = append(sh.vacant, slots[:n]...)
+		if sh.trimmable() && sl.trimming.Or(1<<k)&(1<<k) == 0 {
 			trim = true
 		}
 		sh.mu.Unlock()
@@ -365,45 +382,26 @@ func (sl *slab) free(slots []uint32) (trim bool) {
 	return trim
 }
 
-// freeTask ends the life of the task in slot: it clears the job so that the
-// garbage collector can reclaim it and bumps the generation so that the
-// task's ID no longer names the slot. It reports whether the slot may be
-// reused: a slot whose generations have gone all the way round is never
-// reused (its generation is left at 0, which no ID carries), so no TaskID is
-// ever handed out twice.
-func (sl *slab) freeTask(t *task) bool {
-	g := t.lockCurrent()
-	t.clearJob()
-	if g++; g == genLocked {
-		g = 1
-	}
-	if g == sl.base {
-		g = 0
-	}
-	t.unlock(g)
-	return g != 0
-}
-
-// wantsTrim reports whether the shard holds enough chunks with every slot
-// free to give them back: at least minTrim, and at least 1/trimShare of
+// trimmable reports whether the shard holds enough chunks with every slot
+// free to trim them: at least minTrim, and at least 1/trimShare of
 // its chunks. Once a spike's tasks are gone, the shard keeps one such chunk
-// and the one it is handing out, and the pass over the free list is paid
-// for by the chunks it gives back. sh.mu must be held.
-func (sh *slabShard) wantsTrim() bool {
+// and the one it is handing out, and the pass over the vacant list is paid
+// for by the chunks it trims. sh.mu must be held.
+func (sh *slabShard) trimmable() bool {
 	return sh.empty >= minTrim && trimShare*sh.empty >= sh.chunks
 }
 
-// minTrim is the fewest empty chunks a shard gives back: it keeps one.
+// minTrim is the fewest empty chunks a shard trims: it keeps one.
 const minTrim = 2
 
-// trimShare: a shard gives chunks back once a 1/trimShare of them are
-// empty, so that the pass over its free list that finds them is paid for
+// trimShare: a shard trims chunks once 1/trimShare of them are
+// empty, so that the pass over its vacant list that finds them is paid for
 // by the memory it returns.
 const trimShare = 4
 
-// shrinkFreeList: a free list whose capacity is over shrinkFreeList
+// shrinkFreeList: a vacant list whose capacity is over shrinkFreeList
 // entries, and four times its length, is copied into one twice its length
-// when the shard is trimmed, so that a spike's free list does not stay.
+// when the shard is trimmed, so that a spike's vacant list does not stay.
 const shrinkFreeList = 4096
 
 // emptySlots returns the number of slots in the chunks whose slots are
@@ -419,21 +417,21 @@ func (sl *slab) emptySlots() int {
 	return n * chunkSize
 }
 
-// wantsTrim reports whether a shard has asked the owner to trim it.
-func (sl *slab) wantsTrim() bool { return sl.trimming.Load() != 0 }
+// trimAsked reports whether a shard has asked the owner to trim it.
+func (sl *slab) trimAsked() bool { return sl.trimming.Load() != 0 }
 
-// trim gives back, in every shard that asked for it, the chunks whose
-// slots are all free but one, kept for the next adds, and shrinks a free
+// trim takes out, in every shard that asked for it, the chunks whose
+// slots are all free but one, kept for the next adds, and shrinks a vacant
 // list that has emptied out. Only the owner calls it, and with lazy
 // cancel only on a heap without tombstones: a tombstone may name a free
-// slot, and must never reach a chunk given back (canceller.beforeTrim).
+// slot, and must never reach a trimmed chunk (canceller.beforeTrim).
 func (sl *slab) trim() {
 	for want := sl.trimming.Load(); want != 0; want &= want - 1 {
 		k := bits.TrailingZeros32(want)
 		sl.trimming.And(^uint32(1 << k))
 		sh := &sl.shards[k]
 		sh.mu.Lock()
-		if sh.wantsTrim() {
+		if sh.trimmable() {
 			sl.trimShard(sh)
 		}
 		sh.mu.Unlock()
@@ -444,35 +442,35 @@ func (sl *slab) trim() {
 func (sl *slab) trimShard(sh *slabShard) {
 	const (
 		reserve = -chunkSize // marks the chunk kept
-		leaving = -1         // marks the chunks given back
+		leaving = -1         // marks the chunks trimmed
 	)
 	var gone []uint32
 	kept := (*chunk)(nil)
-	for _, slot := range sh.free {
+	for _, slot := range sh.vacant {
 		ch := sl.chunkOf(slot)
-		if ch.free != chunkSize {
+		if ch.vacant != chunkSize {
 			continue
 		}
 		if kept == nil {
-			kept, ch.free = ch, reserve
+			kept, ch.vacant = ch, reserve
 			continue
 		}
-		ch.free = leaving
+		ch.vacant = leaving
 		gone = append(gone, slot>>chunkBits)
 	}
 	n := 0
-	for _, slot := range sh.free {
-		if sl.chunkOf(slot).free != leaving {
-			sh.free[n] = slot
+	for _, slot := range sh.vacant {
+		if sl.chunkOf(slot).vacant != leaving {
+			sh.vacant[n] = slot
 			n++
 		}
 	}
-	sh.free = sh.free[:n]
-	if cap(sh.free) > shrinkFreeList && n < cap(sh.free)/4 {
-		sh.free = append(make([]uint32, 0, 2*n), sh.free...)
+	sh.vacant = sh.vacant[:n]
+	if cap(sh.vacant) > shrinkFreeList && n < cap(sh.vacant)/4 {
+		sh.vacant = append(make([]uint32, 0, 2*n), sh.vacant...)
 	}
 	if kept != nil {
-		kept.free = chunkSize
+		kept.vacant = chunkSize
 	}
 	for _, c := range gone {
 		sl.trimChunk(c)
@@ -483,7 +481,7 @@ func (sl *slab) trimShard(sh *slabShard) {
 
 // trimChunk takes chunk c, whose slots are all free, from the directory and
 // keeps its index for a later chunk. The shard that owns c must hold its mu
-// and have taken c's slots out of its free list.
+// and have taken c's slots out of its vacant list.
 func (sl *slab) trimChunk(c uint32) {
 	ch := sl.dir.Load().chunks[c].Load()
 	// The next chunk's slots start at the latest generation reached here:

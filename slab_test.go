@@ -12,7 +12,7 @@ import (
 )
 
 // White-box tests of the slab (slab.go): slot reuse, generations, and
-// chunks given back after a spike.
+// chunks trimmed after a spike.
 
 // TestChunkFillsWholePages guards the slab's memory per task: a task is 40
 // bytes, and a chunk's slots take exactly five 8 KiB pages, which is what a
@@ -29,10 +29,11 @@ func TestSlotWhoseGenerationWouldWrapIsNeverReused(t *testing.T) {
 	if s.slab.base == 1 {
 		task.gen.Store(genLocked - 1) // generations have 31 bits, and skip 0
 	}
+	task.word.Store(statusDue)  // its run and the owner have let go
 	s.slab.free([]uint32{slot}) // the slot must be retired for good
 	assert.Zero(t, task.gen.Load())
 	for k := range s.slab.shards {
-		assert.Empty(t, s.slab.shards[k].free)
+		assert.Empty(t, s.slab.shards[k].vacant)
 	}
 
 	next, _, _ := s.allocSlot()
@@ -59,7 +60,7 @@ func TestFreedSlotIsReusedWithANewGeneration(t *testing.T) {
 	assert.False(t, s.Reset(first, time.Second))
 }
 
-// liveChunks counts the slab's chunks that have not been given back.
+// liveChunks counts the slab's chunks that have not been trimmed.
 func liveChunks(s *Scheduler) int {
 	n := 0
 	if dir := s.slab.dir.Load(); dir != nil {
@@ -72,11 +73,11 @@ func liveChunks(s *Scheduler) int {
 	return n
 }
 
-// TestChunksAreGivenBackAfterACancelSpike cancels every task of a spike and
+// TestChunksAreTrimmedAfterACancelSpike cancels every task of a spike and
 // checks that the slab gives its chunks back, that no ID of the spike names
 // a task afterwards, and that the tasks of a second spike, in reused chunk
 // indices, get IDs never seen before.
-func TestChunksAreGivenBackAfterACancelSpike(t *testing.T) {
+func TestChunksAreTrimmedAfterACancelSpike(t *testing.T) {
 	eachCancelStrategy(t, func(t *testing.T, strategy CancelStrategy) {
 		s := bare(strategy)
 		const n = 256 * chunkSize
@@ -113,7 +114,7 @@ func TestChunksAreGivenBackAfterACancelSpike(t *testing.T) {
 			assert.False(t, s.Reset(id, time.Second))
 		}
 
-		second := spike() // reuses the indices given back
+		second := spike() // reuses the indices trimmed
 		assert.Equal(t, n, s.Len())
 		for _, id := range second {
 			require.True(t, s.Reset(id, 2*time.Hour), "a task of the second spike")
@@ -124,10 +125,10 @@ func TestChunksAreGivenBackAfterACancelSpike(t *testing.T) {
 	})
 }
 
-// TestChunksAreGivenBackAfterAFiringSpike runs every task of a spike on a
+// TestChunksAreTrimmedAfterAFiringSpike runs every task of a spike on a
 // running scheduler, in fake time, and checks that the slab gives its
 // chunks back once the runs have ended.
-func TestChunksAreGivenBackAfterAFiringSpike(t *testing.T) {
+func TestChunksAreTrimmedAfterAFiringSpike(t *testing.T) {
 	eachCancelStrategy(t, func(t *testing.T, strategy CancelStrategy) {
 		synctest.Test(t, func(t *testing.T) {
 			s, err := New(4, WithCancelStrategy(strategy))
@@ -149,11 +150,11 @@ func TestChunksAreGivenBackAfterAFiringSpike(t *testing.T) {
 	})
 }
 
-// TestTombstonesNeverReachAChunkGivenBack fires lazy tasks whose earlier
+// TestTombstonesNeverReachATrimmedChunk fires lazy tasks whose earlier
 // deadlines left tombstones behind, so that the tombstones name free slots,
-// and checks that the chunks are given back only once the tombstones are
+// and checks that the chunks are trimmed only once the tombstones are
 // gone: the later steps, which would pop them, must find their chunks.
-func TestTombstonesNeverReachAChunkGivenBack(t *testing.T) {
+func TestTombstonesNeverReachATrimmedChunk(t *testing.T) {
 	s := bare(LazyCancel)
 	const n = 64 * chunkSize
 	ids := make([]TaskID, n)
@@ -179,12 +180,12 @@ func TestTombstonesNeverReachAChunkGivenBack(t *testing.T) {
 	require.Positive(t, s.cancel.tombstones(), "tombstones in the heap")
 
 	at := s.now() + int64(time.Hour)
-	s.step(at)                              // every task comes due...
-	s.runs.dropDue(s.runs.q.takeAll(false)) // ...and its run ends, freeing its slot
-	s.step(at)                              // the chunks go, and the tombstones first
+	s.step(at)                                  // every task comes due...
+	s.runner.dropDue(s.runner.q.takeAll(false)) // ...and its run ends, freeing its slot
+	s.step(at)                                  // the chunks go, and the tombstones first
 	assert.Zero(t, s.cancel.tombstones())
 	assert.Zero(t, s.owner.heap.len())
-	assert.Less(t, liveChunks(s), peak, "no chunk given back")
+	assert.Less(t, liveChunks(s), peak, "no chunk trimmed")
 	assert.LessOrEqual(t, liveChunks(s), 2*shardCount)
 	s.step(at + int64(2*time.Hour)) // nothing left to pop
 }
@@ -199,12 +200,13 @@ func TestAllocTakesAnotherShardsFreeSlotBeforeAddingAChunk(t *testing.T) {
 	h := &shardHint{k: 3}
 	var slots []uint32
 	for range 10 {
-		slot, _, k, ok := s.slab.allocHinted(h)
+		slot, tk, k, ok := s.slab.allocHinted(h)
 		require.True(t, ok)
 		require.Equal(t, uint8(3), k)
+		tk.word.Store(statusDue) // its run and the owner have let go
 		slots = append(slots, slot)
 	}
-	s.slab.free(slots) // back to shard 3's free list
+	s.slab.free(slots) // back to shard 3's vacant list
 	chunks := liveChunks(s)
 
 	h.k = 0 // a shard with no chunk yet

@@ -6,33 +6,35 @@ import "time"
 //
 // The counters are read one by one while the scheduler runs, in an order
 // that keeps the snapshot consistent where it matters for metrics: every
-// job counted in Fired, Cancelled, Dropped or Panics was scheduled before
+// job counted in Started, Cancelled, Dropped or Panics was scheduled before
 // Scheduled was read, so Scheduled >= Pending + Cancelled + Dropped holds in
-// every snapshot, and Fired >= Panics. Each counter only ever grows, except
+// every snapshot, and Started >= Panics. Each counter only ever grows, except
 // Pending, HeapEntries, Tombstones, Waiting and Running, which are gauges.
 // Once the scheduler is idle, all fields agree exactly.
 type Stats struct {
-	// Pending is the number of pending tasks, as returned by Len.
+	// Pending is the number of pending tasks, as returned by
+	// [Scheduler.Len].
 	Pending int
 	// HeapEntries is the number of entries in the deadline heap: one per
-	// pending task, plus the tombstones. It counts only requests the owner
-	// goroutine has applied; the owner may leave requests for deadlines
-	// later than its next wake-up until then, and Stats wakes it to apply
-	// them, so that a later snapshot catches up.
+	// pending task, plus the tombstones. It lags the calls the scheduler
+	// has not yet acted on: it may leave the requests of calls about
+	// deadlines later than its next wake-up until then. [Scheduler.Stats]
+	// has it act on them, so that a later snapshot catches up.
 	HeapEntries int
-	// Tombstones is the number of dead entries the heap holds, left by lazy
-	// cancel and by moving deadlines earlier. Always 0 with EagerCancel.
+	// Tombstones is the number of heap entries that no longer stand for a
+	// pending task, left by lazy cancel and by moving deadlines earlier.
+	// Always 0 with [EagerCancel].
 	Tombstones int
 	// Scheduled is the number of tasks ever scheduled.
 	Scheduled uint64
-	// Fired is the number of job runs started.
-	Fired uint64
-	// Cancelled is the number of successful CancelTask calls.
+	// Started is the number of job runs started.
+	Started uint64
+	// Cancelled is the number of successful [Scheduler.CancelTask] calls.
 	Cancelled uint64
 	// Dropped is the number of jobs that will never run although nobody
-	// cancelled them: tasks still pending at Shutdown (one each, repeating
-	// or not), due jobs that had not started when Shutdown came, and due
-	// jobs that found the pool given by WithPool released.
+	// cancelled them: tasks still pending at [Scheduler.Shutdown] (one each,
+	// repeating or not), due jobs that had not started when Shutdown came,
+	// and due jobs that found the pool given by [WithPool] released.
 	Dropped uint64
 	// Skipped is the number of runs of repeating tasks that were skipped
 	// because the previous run was still going or because the scheduler
@@ -45,26 +47,27 @@ type Stats struct {
 	// Running is the number of workers the scheduler occupies: each runs
 	// one job at a time, or is about to take the next due one.
 	Running int
-	// Wakeups is the number of times the owner goroutine woke up: for a
-	// deadline that came due, for a request that could not wait (see
-	// ScheduleOne, CancelTask and Reset), for upkeep (giving memory back,
-	// rebuilding a lazy heap), to retry runs the pool refused, and at most
-	// ten times a second to fix the deadlines that Reset postponed. Stats
-	// itself wakes the owner when requests wait (see HeapEntries).
+	// Wakeups is the number of times the scheduler's goroutine woke up: for
+	// a deadline that came due, for a request that could not wait (see
+	// [Scheduler.ScheduleOne], [Scheduler.CancelTask] and
+	// [Scheduler.Reset]), for upkeep (trimming memory, rebuilding a lazy
+	// heap), to retry runs the pool refused, and at most ten times a
+	// second to fix the deadlines that Reset postponed. [Scheduler.Stats]
+	// itself wakes it when requests wait (see HeapEntries).
 	Wakeups uint64
 	// MaxLateness is the largest delay seen between a job's deadline and
 	// the moment a worker started it, over the scheduler's life.
 	MaxLateness time.Duration
 	// Lateness counts job starts by lateness: Lateness[i] counts the starts
-	// at most LatenessBounds()[i] late (and more than LatenessBounds()[i-1]),
+	// at most [LatenessBounds]()[i] late (and more than LatenessBounds()[i-1]),
 	// and the last element those later than every bound. Its elements add
-	// up to the starts counted; Fired, read after them, is at least that.
+	// up to the starts counted; Started, read after them, is at least that.
 	// With LatenessSum, and summed cumulatively, they make a Prometheus
 	// histogram.
 	Lateness [LatenessBuckets]uint64
 	// LatenessSum is the total lateness of the starts counted in Lateness
 	// (read after it, so it may include a few starts more). Like
-	// sql.DBStats.WaitDuration it is a count of nanoseconds in an int64: it
+	// [database/sql.DBStats].WaitDuration it is a count of nanoseconds in an int64: it
 	// wraps around once 2^63 ns (292 years) of lateness are summed. That is
 	// 292 years at a thousand starts a second, each a millisecond late, but
 	// about a day at a hundred thousand a second, each a second late;
@@ -72,9 +75,16 @@ type Stats struct {
 	LatenessSum time.Duration
 }
 
-// LatenessBuckets is the number of buckets of Stats.Lateness: one per
-// bound of LatenessBounds, and one for the starts later than every bound.
-const LatenessBuckets = len(latenessBounds) + 1
+// LatenessBuckets is the number of buckets of [Stats].Lateness: one per
+// bound of [LatenessBounds], and one for the starts later than every bound.
+const LatenessBuckets = 17
+
+// The bounds must fill the buckets but the last: either array length below
+// is negative, which does not compile, if they do not.
+var (
+	_ [LatenessBuckets - 1 - len(latenessBounds)]struct{}
+	_ [len(latenessBounds) - (LatenessBuckets - 1)]struct{}
+)
 
 // latenessBounds are the bucket bounds: 1, 2.5 and 5 per decade, from
 // 100 µs, below which a Go timer cannot tell lateness apart (it wakes in
@@ -91,38 +101,38 @@ var latenessBounds = [...]time.Duration{
 	10 * time.Second,
 }
 
-// LatenessBounds returns the upper bounds of the buckets of Stats.Lateness,
+// LatenessBounds returns the upper bounds of the buckets of [Stats].Lateness,
 // in increasing order: 1, 2.5 and 5 times each power of ten from 100 µs to
 // 10 s (100 µs, 250 µs, 500 µs, 1 ms, ... 5 s, 10 s). The last bucket has no
 // bound.
 func LatenessBounds() [LatenessBuckets - 1]time.Duration { return latenessBounds }
 
-// Stats returns a snapshot of the scheduler's counters. It only reads: it
-// resets nothing and takes nothing away from the next caller, so any number
-// of readers (two Prometheus servers scraping one process) each see every
-// count. When requests wait in the owner's inbox, it also wakes the owner
-// to apply them (see HeapEntries), which counts in Wakeups of the next
-// snapshot. Two calls with nothing happening in between (nothing
-// scheduled, cancelled, reset or run, and the owner asleep) return equal
-// snapshots.
+// Stats returns a snapshot of the scheduler's counters. It resets nothing
+// and takes nothing away from the next caller, so any number of readers
+// (two Prometheus servers scraping one process) each see every count. It
+// changes one thing: when calls wait for the scheduler to act on them, it
+// wakes the scheduler's goroutine to do so (see [Stats].HeapEntries), which
+// counts in Wakeups of the next snapshot. Two calls with nothing happening
+// in between (nothing scheduled, cancelled, reset or run, and the
+// scheduler asleep) return equal snapshots.
 func (s *Scheduler) Stats() Stats {
 	var st Stats
 	// Outcomes first, then what they came from (see Stats); a start adds
-	// to fired, then to the lateness sum, then to its bucket.
+	// to starts, then to the lateness sum, then to its bucket.
 	st.Panics = s.out.panics.Load()
 	for i := range st.Lateness {
 		st.Lateness[i] = s.out.lateness[i].Load()
 	}
 	st.LatenessSum = time.Duration(s.out.lateSum.Load())
-	st.Fired = s.out.fired.Load()
+	st.Started = s.out.starts.Load()
 	st.Skipped = s.out.skipped.Load()
 	st.Dropped = s.out.dropped.Load()
-	st.Cancelled = s.counts.cancelled()
+	st.Cancelled = s.cancel.cancels()
 	st.Pending = s.Len()
-	st.Scheduled = s.counts.scheduled()
+	st.Scheduled = s.scheduled.sum()
 	st.HeapEntries = int(s.owner.heapLen.Load())
 	st.Tombstones = int(s.cancel.tombstones())
-	st.Waiting, st.Running = s.runs.q.counts()
+	st.Waiting, st.Running = s.runner.q.counts()
 	st.Wakeups = s.owner.wakeups.Load()
 	st.MaxLateness = time.Duration(s.out.maxLateness.Load())
 	if s.inbox.waiting() {
@@ -131,18 +141,4 @@ func (s *Scheduler) Stats() Stats {
 		s.inbox.wakeOwner()
 	}
 	return st
-}
-
-// TakeMaxLateness returns the largest delay between a job's deadline and
-// its start seen since the previous call (or since New), and starts a new
-// interval. It returns 0 when no job started in the interval.
-//
-// Each call resets the interval for every caller, so it suits one reader
-// only, such as a load test that reports the worst lateness per phase. A
-// metrics exporter must not call it: two scrapers (a pair of Prometheus
-// servers) would each see only the starts since the other's scrape. Export
-// Stats instead: Lateness and LatenessSum as a histogram, whose quantiles
-// over any window a query can compute, and MaxLateness.
-func (s *Scheduler) TakeMaxLateness() time.Duration {
-	return time.Duration(s.out.recent.Swap(0))
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// BenchmarkCountStart is the bookkeeping of one job start (Stats.Fired,
+// BenchmarkCountStart is the bookkeeping of one job start (Stats.Started,
 // the maximum lateness, the lateness histogram and its sum), on one
 // goroutine, for latenesses spread evenly over 0-3 ms, where a Go timer's
 // lateness falls on an idle Linux host.

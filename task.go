@@ -44,7 +44,7 @@ func (id TaskID) gen() uint32 { return uint32(id >> 32) }
 const (
 	statusPending   = 0
 	statusCancelled = 1
-	statusFired     = 2
+	statusDue       = 2
 	statusMask      = 3
 
 	flagRunning = 1 << 2
@@ -64,6 +64,19 @@ const (
 type clock struct{ epoch time.Time }
 
 func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
+
+// deadline converts a delay from now into a deadline, clamped to
+// [now, never].
+func (c clock) deadline(delay time.Duration) int64 {
+	now := c.now()
+	if delay <= 0 {
+		return now
+	}
+	if int64(delay) > never-now {
+		return never
+	}
+	return now + int64(delay)
+}
 
 func packWord(when int64, flags uint64) uint64 { return uint64(when)<<whenShift | flags }
 func wordWhen(w uint64) int64                  { return int64(w >> whenShift) }
@@ -99,6 +112,80 @@ type task struct {
 	// fits in an interface without an allocation.
 	fn  func(id TaskID, arg any)
 	arg any
+}
+
+// The transitions of the state word. Each is named for what it does to
+// the task, and the invariants above hold across each: no other file
+// stores to the word or compares and swaps it.
+
+// begin starts the life of a task in a slot just allocated: it sets the
+// job (fn nil: arg is a func()) and the deadline, delay from now on c,
+// which it returns, and gives the owner its hold, which the add request
+// carries to the owner. Its ID is not published yet, so no one else reads
+// the slot.
+func (t *task) begin(c clock, fn func(TaskID, any), arg any, delay time.Duration, repeating bool) (when int64) {
+	when = c.deadline(delay)
+	if invariantsOn {
+		checkVacant(t.word.Load(), t.generation())
+	}
+	t.fn, t.arg = fn, arg
+	flags := uint64(statusPending | flagOwned)
+	if repeating {
+		flags |= flagRepeat
+	}
+	t.word.Store(packWord(when, flags))
+	return when
+}
+
+// abandon ends the life of a task whose add never reached the owner
+// (Shutdown came first): no one holds it, and the caller frees its slot.
+func (t *task) abandon() { t.word.Store(statusCancelled) }
+
+// state returns the word, for the holders of the slot (the owner, a run),
+// which the slot cannot be freed under.
+func (t *task) state() uint64 { return t.word.Load() }
+
+// stateAt returns the word of the task of generation g, under the task's
+// lock, and false when the slot no longer holds that task.
+func (t *task) stateAt(g uint32) (uint64, bool) {
+	if !t.lock(g) {
+		return 0, false
+	}
+	w := t.word.Load()
+	t.unlock(g)
+	return w, true
+}
+
+// isCancelled reports whether the task was cancelled, for a holder of
+// the slot.
+func (t *task) isCancelled() bool { return wordStatus(t.word.Load()) == statusCancelled }
+
+// comeDue hands a pending one-shot, whose word the owner read as w, from
+// the owner to a run: the task is due, the run holds it, and the owner
+// lets go. It reports false, changing nothing, when a caller changed the
+// word since w was read.
+func (t *task) comeDue(w uint64) bool {
+	if invariantsOn {
+		checkHandOver(w, false)
+	}
+	return t.word.CompareAndSwap(w, w&^(statusMask|flagOwned)|statusDue|flagRunning)
+}
+
+// repeat moves a pending repeating task, whose word the owner read as w,
+// on to its next deadline, and gives a run a hold on it unless the
+// previous run still holds one (run false: this run is skipped). It
+// reports false in ok, changing nothing, when a caller changed the word
+// since w was read.
+func (t *task) repeat(w uint64, next int64) (run, ok bool) {
+	if invariantsOn {
+		checkHandOver(w, true)
+	}
+	run = w&flagRunning == 0
+	nw := packWord(next, w&flagMask)
+	if run {
+		nw |= flagRunning
+	}
+	return run, t.word.CompareAndSwap(w, nw)
 }
 
 // call runs the task's job as the task id.
@@ -177,6 +264,9 @@ func (t *task) clearJobAt(g uint32) {
 func (t *task) letGo(flag uint64) uint64 {
 	for {
 		w := t.word.Load()
+		if invariantsOn {
+			checkHeld(w, flag)
+		}
 		nw := w &^ flag
 		if t.word.CompareAndSwap(w, nw) {
 			return nw
@@ -185,6 +275,29 @@ func (t *task) letGo(flag uint64) uint64 {
 }
 
 func unheld(w uint64) bool { return w&(flagOwned|flagRunning) == 0 }
+
+// free ends the life of the task, whose holders have all let go of it: it
+// clears the job so that the garbage collector can reclaim it, and moves
+// the generation on so that the task's ID no longer names the slot. The
+// generations of a slot start at base and count up, skipping 0; when the
+// next would be base again, the slot is retired: its generation is left
+// at 0, which no ID carries, and free reports false, so that the slot is
+// never reused and no TaskID is ever handed out twice.
+func (t *task) free(base uint32) (reusable bool) {
+	g := t.lockCurrent()
+	if invariantsOn {
+		checkFreeable(t.word.Load(), g)
+	}
+	t.clearJob()
+	if g++; g == genLocked {
+		g = 1
+	}
+	if g == base {
+		g = 0 // retired
+	}
+	t.unlock(g)
+	return g != 0
+}
 
 // genLocked is the top bit of a task's gen: set while someone holds the
 // task's lock. Callers that act on a task by ID (CancelTask, Reset) hold it
@@ -229,7 +342,7 @@ func (t *task) lockCurrent() uint32 {
 	}
 }
 
-// unlock releases the task's lock, leaving generation g: the one it was
+// unlock opens the task's lock, leaving generation g: the one it was
 // taken at, or the next one when the slot has just been freed.
 func (t *task) unlock(g uint32) { t.gen.Store(g) }
 

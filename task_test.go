@@ -54,8 +54,9 @@ func TestRunEndLeavesTheJobOfATaskThatReusedTheSlot(t *testing.T) {
 	_, tk, _ := s.allocSlot()
 	g := tk.generation()
 	tk.arg = func() {}
-	require.True(t, s.slab.freeTask(tk)) // freed while the run was ending
-	tk.arg = func() {}                   // and handed out again
+	tk.word.Store(statusDue)              // its run has let go, and so has the owner
+	require.True(t, tk.free(s.slab.base)) // freed while the run was ending
+	tk.arg = func() {}                    // and handed out again
 	tk.clearJobAt(g)
 	assert.NotNil(t, tk.arg, "the new task's job was dropped")
 	tk.clearJobAt(tk.generation())

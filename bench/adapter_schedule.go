@@ -93,7 +93,7 @@ func settleBefore(t Timers, live int, limit time.Time) {
 	}
 	for time.Now().Before(limit) {
 		st := s.s.Stats()
-		if st.HeapEntries-st.Tombstones >= live || st.Fired > 0 {
+		if st.HeapEntries-st.Tombstones >= live || st.Started > 0 {
 			return
 		}
 		time.Sleep(100 * time.Microsecond)

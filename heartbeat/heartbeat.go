@@ -1,10 +1,10 @@
 // Package heartbeat declares keys dead when they fall silent: the keyed
 // timeout every IoT gateway and every MQTT broker needs.
 //
-// A Monitor watches keys (device IDs, connections, client pointers). Beat
-// starts watching a key or, if it is watched, pushes its deadline out to now
-// plus its timeout; Refresh only pushes out the deadline of a key already
-// watched. When a key's deadline passes with no Beat, the Monitor
+// A [Monitor] watches keys (device IDs, connections, client pointers).
+// [Monitor.Beat] starts watching a key or, if it is watched, pushes its
+// deadline out to now plus its timeout; [Monitor.Refresh] only pushes out
+// the deadline of a key already watched. When a key's deadline passes with no Beat, the Monitor
 // calls expired(key) once, on the scheduler's pool, and stops watching it.
 //
 //	m, _ := heartbeat.New(s, 90*time.Second, func(dev uint64) { disconnect(dev) })
@@ -13,13 +13,14 @@
 //
 // # Return values
 //
-// One rule, the scheduler's own (ScheduleOne returns an error, Reset and
-// CancelTask a bool): a call that starts a watch returns an error, a call
+// One rule, the scheduler's own ([schedule.Scheduler.ScheduleOne] returns
+// an error, [schedule.Scheduler.Reset] and [schedule.Scheduler.CancelTask] a
+// bool): a call that starts a watch returns an error, a call
 // that acts on a watch that may exist returns whether there was one.
 //
 //   - Beat and Watch start a watch when there is none, which can fail: they
-//     return nil, or ErrInvalidTimeout, ErrClosed, schedule.ErrShutdown or
-//     schedule.ErrTooManyTasks. Bad input is reported first.
+//     return nil, or [ErrInvalidTimeout], [ErrClosed], [schedule.ErrShutdown]
+//     or [schedule.ErrTooManyTasks]. Bad input is reported first.
 //   - Refresh, Forget and Deadline never start one: they report whether key
 //     was watched, and so had its deadline moved, stopped or read. After
 //     Close or the scheduler's Shutdown no key is watched, so they report
@@ -27,7 +28,8 @@
 //
 // # Close
 //
-// Close ends the Monitor's watches and leaves the scheduler running, for a
+// [Monitor.Close] ends the Monitor's watches and leaves the scheduler
+// running, for a
 // Monitor whose user (a broker, a listener) stops before the program does.
 // Expired is not called for any watch it ends, nor for a deadline that
 // passed before Close but whose expiry had not yet started (waiting for a
@@ -37,7 +39,7 @@
 //
 // # The time of an expiry
 //
-// NewWithDeadline gives expired the deadline that passed (last Beat plus
+// [NewWithDeadline] gives expired the deadline that passed (last Beat plus
 // timeout), however late the pool ran the call; Deadline gives the
 // current deadline of a watched key, from which its last Beat is the
 // deadline minus its timeout.
@@ -45,7 +47,7 @@
 // A Monitor holds one scheduler task per watched key, and its key index is
 // sharded, so Beats of different keys on different cores do not contend. A
 // Beat on a watched key allocates nothing and costs one hash-table lookup
-// plus Scheduler.Reset. A watched uint64 key costs about 90 bytes of heap at
+// plus [schedule.Scheduler.Reset]. A watched uint64 key costs about 90 bytes of heap at
 // a million keys, about 100 at 100,000: its task, its heap entry, its place
 // in the key index and the key boxed in its task. An empty Monitor takes
 // about 48 KB, its 256 shards, which dominates below a few thousand keys

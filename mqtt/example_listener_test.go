@@ -70,7 +70,7 @@ func ExampleNewTCP() {
 
 	fmt.Println("will:", <-wills)
 	_, _ = io.Copy(io.Discard, conn) // CONNACK, then the end of the connection
-	fmt.Println("expiry jobs run:", s.Stats().Fired)
+	fmt.Println("expiry jobs run:", s.Stats().Started)
 
 	for srv.Clients.Len() > 1 { // the inline client stays; see mochi's Close
 		time.Sleep(10 * time.Millisecond)

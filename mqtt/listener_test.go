@@ -56,7 +56,7 @@ func TestListenerSilentClientIsDisconnectedAndItsWillPublished(t *testing.T) {
 			if w := b.waitWills(1, patience); !slices.Equal(w, []string{"will/dev"}) {
 				t.Errorf("wills published: %q, want [will/dev]", w)
 			}
-			if fired := b.sched.Stats().Fired; fired != 1 {
+			if fired := b.sched.Stats().Started; fired != 1 {
 				t.Errorf("%d expiry jobs ran, want 1", fired)
 			}
 			if n := b.sched.Len(); n != 0 {
@@ -77,8 +77,8 @@ func TestListenerLiveClientIsNotDisconnected(t *testing.T) {
 		roundTrip(t, c, patience)
 	}
 	st := b.sched.Stats()
-	if st.Pending != 1 || st.Scheduled != 1 || st.Fired != 0 {
-		t.Errorf("tasks pending %d, scheduled %d, run %d; want 1, 1, 0", st.Pending, st.Scheduled, st.Fired)
+	if st.Pending != 1 || st.Scheduled != 1 || st.Started != 0 {
+		t.Errorf("tasks pending %d, scheduled %d, run %d; want 1, 1, 0", st.Pending, st.Scheduled, st.Started)
 	}
 	if d := b.obs.disconnected(); len(d) != 0 {
 		t.Errorf("disconnected: %v", d[0].err)
@@ -164,7 +164,7 @@ func TestListenerOverTLSDisconnectsASilentClient(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("no will published")
 	}
-	if fired := s.Stats().Fired; fired != 1 {
+	if fired := s.Stats().Started; fired != 1 {
 		t.Errorf("%d expiry jobs ran, want 1", fired)
 	}
 	for openClients(srv) > 0 {

@@ -212,7 +212,7 @@ func manyClientsExactCounts(t *testing.T, opts brokerOptions, keepAlive uint16) 
 		if e := b.ka.Expired(); e != uint64(n/5) {
 			t.Errorf("Expired() = %d, want %d", e, n/5)
 		}
-	} else if fired := b.sched.Stats().Fired; fired != uint64(n/5) {
+	} else if fired := b.sched.Stats().Started; fired != uint64(n/5) {
 		t.Errorf("%d expiry jobs ran, want one per silent client: %d", fired, n/5)
 	}
 	slices.Sort(lateness)

@@ -78,12 +78,14 @@ func (c *Conn) SetReadDeadline(t time.Time) error { return c.set(readSide, t) }
 func (c *Conn) SetWriteDeadline(t time.Time) error { return c.set(writeSide, t) }
 
 // Close cancels the connection's task and closes the wrapped connection,
-// returning its error. Deadlines set afterwards go to the closed socket,
-// which refuses them.
+// returning its error. It may be called more than once: a later call has
+// nothing left to cancel and returns what the wrapped connection's Close
+// returns then ([net.ErrClosed] for the standard library's connections).
+// Deadlines set afterwards go to the closed socket, which refuses them.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	c.closed = true
-	c.drop()
+	c.cancelTask()
 	c.mu.Unlock()
 	return c.Conn.Close()
 }
@@ -183,7 +185,7 @@ func (c *Conn) settle(which sides, passed bool) error {
 }
 
 // arm makes the task due at the earlier deadline that has not passed, or
-// drops it when there is none. hint is a deadline known to be left away,
+// cancels it when there is none. hint is a deadline known to be left away,
 // which saves a clock reading when it is the earlier. When the Scheduler
 // refuses a new task (shut down, or full), the socket takes over the
 // deadlines for good. c.mu must be held.
@@ -196,7 +198,7 @@ func (c *Conn) arm(hint time.Time, left time.Duration) error {
 		}
 	}
 	if due.IsZero() {
-		c.drop()
+		c.cancelTask()
 		return nil
 	}
 	delay := left
@@ -217,8 +219,8 @@ func (c *Conn) arm(hint time.Time, left time.Duration) error {
 	return nil
 }
 
-// drop cancels the task, if any. c.mu must be held.
-func (c *Conn) drop() {
+// cancelTask cancels the task, if any. c.mu must be held.
+func (c *Conn) cancelTask() {
 	if c.task != 0 {
 		c.s.CancelTask(c.task) // false when its job is due: it finds itself replaced
 		c.task = 0

@@ -183,7 +183,7 @@ func TestTaskIsDueAtTheEarlierDeadline(t *testing.T) {
 	// The task ran for the write deadline and armed a new one for the read
 	// deadline (the write may fail before the job has armed it).
 	assert.Eventually(t, func() bool { return s.Len() == 1 }, wait, time.Millisecond)
-	assert.Equal(t, uint64(1), s.Stats().Fired)
+	assert.Equal(t, uint64(1), s.Stats().Started)
 	assert.Equal(t, uint64(2), s.Stats().Scheduled)
 }
 

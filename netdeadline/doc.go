@@ -1,12 +1,14 @@
 // Package netdeadline serves the deadlines of network connections from a
-// go-schedule Scheduler instead of the Go runtime's per-socket timers.
+// go-schedule [schedule.Scheduler] instead of the Go runtime's per-socket
+// timers.
 //
 // A server that moves a connection's deadline before every request or
 // packet (an MQTT broker's keep-alive, net/http's ReadTimeout and
 // IdleTimeout, a custom protocol's idle timeout) pays for a runtime timer
 // move each time. Wrapped by this package, the connection keeps one task
-// on the Scheduler instead, and SetDeadline, SetReadDeadline and
-// SetWriteDeadline become a Scheduler.Reset of that task: no lookup, no
+// on the Scheduler instead, and [Conn.SetDeadline], [Conn.SetReadDeadline]
+// and [Conn.SetWriteDeadline] become a [schedule.Scheduler.Reset] of that
+// task: no lookup, no
 // allocation, no timer of the runtime. When the task comes due, it sets the
 // real socket's read or write deadline, whichever has passed, to a time in
 // the past, so that blocked and later I/O on that side fails exactly as it
@@ -25,7 +27,7 @@
 // A wrapped Conn keeps the net.Conn deadline contract:
 //
 //   - I/O past a deadline fails with an error that wraps
-//     os.ErrDeadlineExceeded and whose net.Error Timeout method reports true:
+//     [os.ErrDeadlineExceeded] and whose [net.Error] Timeout method reports true:
 //     the real socket's own error, unchanged.
 //   - A deadline at or before the present fails pending and later I/O on its
 //     side at once, before the Set method returns.
@@ -46,7 +48,8 @@
 //
 // # The Scheduler's life
 //
-// The Scheduler must outlive the connections it serves. After Shutdown a
+// The Scheduler must outlive the connections it serves. After
+// [schedule.Scheduler.Shutdown] a
 // Conn sets its deadlines on the real socket instead, as an unwrapped
 // connection does, but a deadline that was pending on the Scheduler when it
 // shut down never passes.

@@ -52,7 +52,7 @@ func TestDeadlineMovedLaterAsItPassesNeverFailsIO(t *testing.T) {
 		require.NoError(t, err, "round %d: a read the deadline allows failed", i)
 	}
 	st := s.Stats()
-	t.Logf("%d rounds: %d expiry jobs ran, %d moves found the task come due", rounds, st.Fired, st.Scheduled-1)
+	t.Logf("%d rounds: %d expiry jobs ran, %d moves found the task come due", rounds, st.Started, st.Scheduled-1)
 	assert.Equal(t, 1, s.Len())
 }
 
@@ -77,7 +77,7 @@ func TestWriteDeadlineMovedLaterAsItPassesNeverFailsIO(t *testing.T) {
 		require.NoError(t, err)
 	}
 	st := s.Stats()
-	t.Logf("%d rounds: %d expiry jobs ran, %d moves found the task come due", rounds, st.Fired, st.Scheduled-1)
+	t.Logf("%d rounds: %d expiry jobs ran, %d moves found the task come due", rounds, st.Started, st.Scheduled-1)
 }
 
 // TestCloseRacingExpiry closes connections at moments spread around the
@@ -180,7 +180,7 @@ func TestDeadlineMovedLaterAfterItsJobCameDueNeverFailsIO(t *testing.T) {
 	release()
 	// The stale job has run (or runs now): whichever, it must not fail a
 	// read the deadline in force allows.
-	require.Eventually(t, func() bool { return s.Stats().Fired == 2 }, wait, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Stats().Started == 2 }, wait, time.Millisecond)
 	_, err := peer.Write([]byte("a"))
 	require.NoError(t, err)
 	_, err = io.ReadFull(c, make([]byte, 1))
@@ -195,7 +195,7 @@ func TestDeadlineClearedAfterItsJobCameDueNeverFailsIO(t *testing.T) {
 	awaitDue(t, s, 1)
 	require.NoError(t, c.SetWriteDeadline(time.Time{}))
 	release()
-	require.Eventually(t, func() bool { return s.Stats().Fired == 2 }, wait, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Stats().Started == 2 }, wait, time.Millisecond)
 	_, err := c.Write([]byte("a"))
 	assert.NoError(t, err)
 	assert.Zero(t, s.Len())
@@ -214,7 +214,7 @@ func TestCloseAfterTheJobCameDueRetainsNothing(t *testing.T) {
 		require.NoError(t, c.Close())
 	}()
 	release()
-	require.Eventually(t, func() bool { return s.Stats().Fired == 2 }, wait, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Stats().Started == 2 }, wait, time.Millisecond)
 	assert.Zero(t, s.Len())
 	assertCollected(t, &collected, 1)
 }

@@ -78,7 +78,7 @@ func BenchmarkBeatWhileScraped(b *testing.B) {
 					}
 				})
 			}
-			startsBefore := s.Stats().Fired
+			startsBefore := s.Stats().Started
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			b.ReportAllocs()
@@ -96,7 +96,7 @@ func BenchmarkBeatWhileScraped(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N), "mallocs/op")
 			b.ReportMetric(float64(scrapes), "scrapes")
-			b.ReportMetric(float64(s.Stats().Fired-startsBefore), "job-starts")
+			b.ReportMetric(float64(s.Stats().Started-startsBefore), "job-starts")
 		})
 	}
 }

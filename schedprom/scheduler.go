@@ -17,7 +17,7 @@ var schedulerValues = []valueDef[schedule.Stats]{
 	{"tasks_cancelled_total", "Successful CancelTask calls.", prometheus.CounterValue,
 		func(s *schedule.Stats) float64 { return float64(s.Cancelled) }},
 	{"jobs_started_total", "Job runs started.", prometheus.CounterValue,
-		func(s *schedule.Stats) float64 { return float64(s.Fired) }},
+		func(s *schedule.Stats) float64 { return float64(s.Started) }},
 	{"jobs_panicked_total", "Job runs that panicked.", prometheus.CounterValue,
 		func(s *schedule.Stats) float64 { return float64(s.Panics) }},
 	{"jobs_dropped_total", "Jobs that will never run although nobody cancelled them (shutdown, released pool).", prometheus.CounterValue,
@@ -85,7 +85,7 @@ func latenessBoundsSeconds() []float64 {
 
 // cumulative turns st.Lateness into a Prometheus histogram: the number of
 // starts, and for each bound the starts at most that late. The count is
-// the sum of the buckets (Stats.Fired, read later, may be ahead of it), so
+// the sum of the buckets (Stats.Started, read later, may be ahead of it), so
 // that the +Inf bucket always equals it.
 func cumulative(st *schedule.Stats, bounds []float64) (uint64, map[float64]uint64) {
 	buckets := make(map[float64]uint64, len(bounds))

@@ -43,7 +43,7 @@ func writeMetrics(w io.Writer, st schedule.Stats, watched int, expired uint64) e
 		gauge("schedule_tasks_pending", "Tasks scheduled and not yet run for the last time, nor cancelled.", float64(st.Pending)),
 		counter("schedule_tasks_scheduled_total", "Tasks ever scheduled.", st.Scheduled),
 		counter("schedule_tasks_cancelled_total", "Successful CancelTask calls.", st.Cancelled),
-		counter("schedule_jobs_started_total", "Job runs started.", st.Fired),
+		counter("schedule_jobs_started_total", "Job runs started.", st.Started),
 		counter("schedule_jobs_panicked_total", "Job runs that panicked.", st.Panics),
 		counter("schedule_jobs_dropped_total", "Jobs that will never run although nobody cancelled them (shutdown, released pool).", st.Dropped),
 		counter("schedule_jobs_skipped_total", "Runs of repeating tasks skipped because the previous run was still going or no worker was free.", st.Skipped),

@@ -2,9 +2,11 @@
 // gateway that declares a device dead when no heartbeat arrives from it
 // within its timeout. It is also the model of how to build one.
 //
-// The gateway's timeout logic is one heartbeat.Monitor[int32], keyed by
+// The gateway's timeout logic is one
+// [github.com/go-schedule/schedule/heartbeat.Monitor][int32], keyed by
 // device index, on one Scheduler: every device's first heartbeat (its
-// connection) and every later one is a Monitor.Beat, which pushes that
+// connection) and every later one is a
+// [github.com/go-schedule/schedule/heartbeat.Monitor.Beat], which pushes that
 // device's deadline out to now plus the timeout, and the Monitor's expired
 // function is the "device declared dead" callback. Almost no deadline ever
 // comes due. Heartbeats are spread evenly: each device beats once per
@@ -308,7 +310,7 @@ func writeReport(w io.Writer, r *Result) {
 		commas(uint64(c.Devices-r.Fallen)))
 	p("scheduler stats", "pending %s, heap entries %s, tombstones %s, fired %s, cancelled %s,",
 		commas(uint64(st.Pending)), commas(uint64(st.HeapEntries)), commas(uint64(st.Tombstones)),
-		commas(st.Fired), commas(st.Cancelled))
+		commas(st.Started), commas(st.Cancelled))
 	p("", "skipped %d, panics %d, waiting %d, running %d, max lateness %v",
 		st.Skipped, st.Panics, st.Waiting, st.Running, round(st.MaxLateness))
 	p("terms", "pending: timeout tasks not yet due, one per watched device")

@@ -89,7 +89,7 @@ func TestSimulation(t *testing.T) {
 				if min, max := uint64(1800*2*10), uint64(2000*2*13); res.Heartbeats < min || res.Heartbeats > max {
 					t.Errorf("%d heartbeats, want between %d and %d", res.Heartbeats, min, max)
 				}
-				if res.Stats.Pending != 1800 || res.Stats.Fired != 200 || res.Stats.Panics != 0 {
+				if res.Stats.Pending != 1800 || res.Stats.Started != 200 || res.Stats.Panics != 0 {
 					t.Errorf("stats before shutdown: %+v; want 1800 pending, 200 fired, no panics", res.Stats)
 				}
 

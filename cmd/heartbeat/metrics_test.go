@@ -21,7 +21,7 @@ func TestExpositionWritesACumulativeHistogram(t *testing.T) {
 	st.Lateness[3] = 3                          // in (500 µs, 1 ms]
 	st.Lateness[schedule.LatenessBuckets-1] = 1 // later than 10 s
 	st.LatenessSum = 12*time.Second + 500*time.Microsecond
-	st.Fired = 7
+	st.Started = 7
 	var b bytes.Buffer
 	if err := writeMetrics(&b, st, 5, 4); err != nil {
 		t.Fatal(err)

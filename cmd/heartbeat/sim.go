@@ -514,7 +514,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// Every timeout task that started has finished: the ones that did
 		// not call declaredDead found a newer watch of their device, made
 		// by a heartbeat that came after the deadline.
-		res.Overtaken = int(sched.Stats().Fired) - int(s.dead.Load())
+		res.Overtaken = int(sched.Stats().Started) - int(s.dead.Load())
 	}
 	res.FalseTimeouts = res.LiveTimeouts + res.EarlyTimeouts + res.Overtaken + res.FailedBeats
 	res.DuplicateTimeouts = int(s.dups.Load())

@@ -1,14 +1,16 @@
 // Package schedtest is the test harness of this module: the list of the two
-// cancel strategies, each built through its own package (lazycancel,
-// eagercancel), and the functions that run a test once per strategy.
+// cancel strategies, each built through its own package
+// ([github.com/go-schedule/schedule/lazycancel.New],
+// [github.com/go-schedule/schedule/eagercancel.New]), and the functions
+// that run a test once per strategy.
 //
-// Tests that depend on time run inside a fresh testing/synctest bubble per
+// Tests that depend on time run inside a fresh [testing/synctest] bubble per
 // strategy, where the clock is fake and moves only when every goroutine of
 // the bubble is blocked: "at its deadline" then means at exactly that
 // instant. Tests that need real time or real concurrency range over
-// Strategies themselves and build their schedulers with Strategy.Start.
+// [Strategies] themselves and build their schedulers with [Strategy.Start].
 //
-// The default constructor, schedule.New, is not in the list: it builds a
+// The default constructor, [schedule.New], is not in the list: it builds a
 // LazyCancel scheduler, and running every test on it too would run the lazy
 // strategy twice.
 package schedtest

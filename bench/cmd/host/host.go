@@ -46,7 +46,7 @@ var schedulerCounters = []struct {
 	name string
 	get  func(schedule.Stats) uint64
 }{
-	{"fired", func(s schedule.Stats) uint64 { return s.Fired }},
+	{"fired", func(s schedule.Stats) uint64 { return s.Started }},
 	{"scheduled", func(s schedule.Stats) uint64 { return s.Scheduled }},
 	{"cancelled", func(s schedule.Stats) uint64 { return s.Cancelled }},
 	{"dropped", func(s schedule.Stats) uint64 { return s.Dropped }},

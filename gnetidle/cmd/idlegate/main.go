@@ -251,5 +251,5 @@ func report(w io.Writer, g *gate, s *schedule.Scheduler, ran time.Duration) {
 	fmt.Fprintf(w, "closed at the stop:     %d\n", g.closedAtStop.Load())
 	fmt.Fprintf(w, "bytes received:         %d\n", g.bytes.Load())
 	fmt.Fprintf(w, "scheduler: %d pending, %d scheduled, %d fired, %d cancelled, %d dropped, %d skipped, %d panics, max lateness %v, %d owner wake-ups\n",
-		ss.Pending, ss.Scheduled, ss.Fired, ss.Cancelled, ss.Dropped, ss.Skipped, ss.Panics, ss.MaxLateness, ss.Wakeups)
+		ss.Pending, ss.Scheduled, ss.Started, ss.Cancelled, ss.Dropped, ss.Skipped, ss.Panics, ss.MaxLateness, ss.Wakeups)
 }

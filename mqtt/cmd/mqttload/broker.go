@@ -45,8 +45,10 @@ type brokerResult struct {
 	// jobs it started (go-schedule only; see schedule.Stats).
 	Wakeups uint64 `json:"wakeups"`
 	Fired   uint64 `json:"fired"`
-	// The largest delay over the window between a job's deadline and its
-	// start on the scheduler's pool (go-schedule only).
+	// An upper bound of the largest delay over the window between a job's
+	// deadline and its start on the scheduler's pool: the bound of the
+	// highest lateness bucket with a start in the window, or, past the last
+	// bound, the scheduler's largest lateness ever (go-schedule only).
 	MaxJobLateness time.Duration `json:"max_job_lateness"`
 	// Job starts over the window by lateness, in the buckets of
 	// schedule.LatenessBounds (go-schedule only).
@@ -196,7 +198,6 @@ func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds 
 			packets0 = atomic.LoadInt64(&srv.Info.PacketsReceived)
 			if sched != nil {
 				sched0 = sched.Stats()
-				sched.TakeMaxLateness()
 			}
 		},
 		End: func(u loadtest.Usage) brokerResult {
@@ -210,11 +211,11 @@ func runBroker(ctx context.Context, c loadtest.ServerConfig, out *emitter, cmds 
 			}
 			if sched != nil {
 				st := sched.Stats()
-				res.Wakeups, res.Fired = st.Wakeups-sched0.Wakeups, st.Fired-sched0.Fired
+				res.Wakeups, res.Fired = st.Wakeups-sched0.Wakeups, st.Started-sched0.Started
 				for i := range res.Lateness {
 					res.Lateness[i] = st.Lateness[i] - sched0.Lateness[i]
 				}
-				res.MaxJobLateness = sched.TakeMaxLateness()
+				res.MaxJobLateness = latenessBound(res.Lateness, st.MaxLateness)
 			}
 			switch {
 			case ka != nil:
@@ -242,4 +243,22 @@ func closeBroker(srv *mochi.Server) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return srv.Close()
+}
+
+// latenessBound returns an upper bound of the largest lateness counted in
+// buckets (a window's share of schedule.Stats.Lateness): the bound of the
+// highest bucket that counts a start, or, when that is the last bucket,
+// which has no bound, maxEver; 0 when no job started.
+func latenessBound(buckets [schedule.LatenessBuckets]uint64, maxEver time.Duration) time.Duration {
+	bounds := schedule.LatenessBounds()
+	for i := len(buckets) - 1; i >= 0; i-- {
+		if buckets[i] == 0 {
+			continue
+		}
+		if i == len(bounds) {
+			return maxEver
+		}
+		return bounds[i]
+	}
+	return 0
 }

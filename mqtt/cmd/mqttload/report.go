@@ -166,7 +166,7 @@ func (r *report) write(w io.Writer) {
 		}
 		return strconv.FormatFloat(float64(c.t.wakeups)/c.t.brokers.Window.Seconds(), 'f', 1, 64) + " / " + loadtest.Commas(int64(c.t.fired))
 	})
-	tab.Row("largest lateness of a scheduler job start", func(c column) string {
+	tab.Row("largest lateness of a scheduler job start, at most (bucket bound)", func(c column) string {
 		if c.m.Mode == modeMochi {
 			return "-"
 		}
