@@ -19,3 +19,12 @@ func (w *Worker) Held() int {
 	}
 	return n
 }
+
+// ForgetLease drops node's lease from the worker's view of the live
+// workers, as if the watch of the leases had not delivered it yet (a
+// worker that registered after this one's last share-out).
+func (w *Worker) ForgetLease(node string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.live, node)
+}

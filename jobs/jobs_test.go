@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -381,4 +382,42 @@ func TestBacklogStartsSoonAfterTheFirstWorker(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1000, evs.count(jobs.EventStart))
+}
+
+// TestRunningUnderAnEpochNotYetSeenIsNotStartedAgain checks guarantee 3
+// when one worker's view of the leases lags: a record running under the
+// epoch of a live worker whose lease this worker has not seen yet (one
+// that registered after its last share-out) is that worker's attempt,
+// not an abandoned one, and is not started a second time.
+func TestRunningUnderAnEpochNotYetSeenIsNotStartedAgain(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	var calls atomic.Int32
+	release := make(chan struct{})
+	h := func(context.Context, jobs.Job) error {
+		if calls.Add(1) == 1 {
+			<-release
+		}
+		return nil
+	}
+	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
+	ws := map[string]*jobs.Worker{
+		"a": startWorker(t, url, "q", "a", h, &evs, cfg),
+		"b": startWorker(t, url, "q", "b", h, &evs, cfg),
+	}
+	require.NoError(t, c.Add(ctxOf(t), "k", time.Now(), nil))
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) == 1 }, "the attempt starts")
+	runner := evs.of("k")[0].Node
+	other := ws[map[string]string{"a": "b", "b": "a"}[runner]]
+	in, err := c.Get(ctxOf(t), "k")
+	require.NoError(t, err)
+	require.Equal(t, jobs.StateRunning, in.State)
+
+	other.ForgetLease(runner)
+	other.AttemptAt("k", in.Revision)
+	close(release)
+	eventually(t, 10*time.Second, func() bool { return evs.count(jobs.EventDone) >= 1 }, "the attempt ends")
+	assert.Equal(t, 1, evs.count(jobs.EventStart), "the running attempt starts once")
+	assert.Equal(t, 0, evs.count(jobs.EventSuperseded))
 }

@@ -198,6 +198,11 @@ type Worker struct {
 
 	runs atomic.Uint64 // starts made, numbering each start's value
 
+	// own is the worker's current epoch, readable without leaseMu: a
+	// record running under it is this worker's own attempt, whether or
+	// not the watch of the leases has delivered its lease yet.
+	own atomic.Pointer[string]
+
 	mu       sync.Mutex
 	stopping bool
 	live     map[string]leaseValue // node → lease, every live worker
@@ -375,8 +380,14 @@ func (w *Worker) epochWentLocked() bool {
 	return went
 }
 
-// epochLiveLocked reports whether a live worker holds epoch.
+// epochLiveLocked reports whether epoch is this worker's or a live
+// worker's as far as this worker has seen. False does not mean dead: the
+// lease of a worker that registered since may not have reached this
+// worker yet; epochAlive settles that.
 func (w *Worker) epochLiveLocked(epoch string) bool {
+	if own := w.own.Load(); own != nil && *own == epoch {
+		return true
+	}
 	for _, lv := range w.live {
 		if lv.Epoch == epoch {
 			return true
@@ -497,7 +508,11 @@ func (w *Worker) apply(kve jetstream.KeyValueEntry) {
 			e.task = 0
 		}
 	default:
-		// Running on a worker that is gone: its attempt starts again.
+		// Running under an epoch this worker does not know: its worker
+		// may be gone, or may have registered since this worker last saw
+		// the leases. The attempt, fired now, reads that worker's lease
+		// and starts the job again only if the epoch is over.
+		e.runEpoch = h.Epoch
 		w.scheduleLocked(e, time.Time{})
 	}
 }
@@ -692,7 +707,22 @@ func (w *Worker) attempt(k string, rev uint64) outcome {
 		w.mu.Lock()
 		live := w.epochLiveLocked(h.Epoch)
 		w.mu.Unlock()
+		if !live {
+			// Not an epoch this worker has seen: only the engine can tell
+			// a worker that is gone from one whose lease has not reached
+			// this worker yet. One read, only in this rare case.
+			alive, err := w.epochAlive(ctx, h.Node, h.Epoch)
+			if err != nil {
+				return outcomeUnclear
+			}
+			live = alive
+		}
 		if live {
+			w.mu.Lock()
+			if e := w.entries[k]; e != nil && e.rev == rev {
+				e.runEpoch = h.Epoch
+			}
+			w.mu.Unlock()
 			return outcomeMoved
 		}
 	default:
@@ -760,6 +790,28 @@ func (w *Worker) emit(ev Event) {
 	if w.cfg.OnEvent != nil {
 		w.cfg.OnEvent(ev)
 	}
+}
+
+// epochAlive reports whether node's lease in the engine still carries
+// epoch: an attempt running under that epoch then belongs to a live
+// worker. A lease that is gone, or that carries another epoch (the node
+// registered again: its earlier life is over), means the epoch is dead.
+func (w *Worker) epochAlive(ctx context.Context, node, epoch string) (bool, error) {
+	if !ValidName(node) {
+		return false, nil
+	}
+	e, err := w.c.nodes.Get(ctx, node)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var lv leaseValue
+	if json.Unmarshal(e.Value(), &lv) != nil {
+		return false, nil
+	}
+	return lv.Epoch == epoch, nil
 }
 
 func (w *Worker) currentEpoch() string {
