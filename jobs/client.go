@@ -70,7 +70,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Client, error) {
 	if cfg.Replicas < 1 || cfg.Replicas > 5 {
 		return nil, ErrInvalidReplicas
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncMaxPending))
 	if err != nil {
 		return nil, err
 	}
@@ -249,8 +249,11 @@ func (c *Client) Get(ctx context.Context, key string) (Info, error) {
 }
 
 // Loader adds jobs as Add does, many in flight at once: each Add publishes
-// without waiting for the engine's answer, and Wait waits for them all. A
-// Loader is for one goroutine.
+// without waiting for the engine's answer, and Wait waits for them all.
+// The adds in flight are bounded (maxInFlight): an Add past the bound
+// first waits for the oldest half, so a Loader's memory does not grow with
+// the number of jobs it adds. A Loader is for one goroutine; up to four
+// Loaders of one Client may run at once.
 type Loader struct {
 	c      *Client
 	prefix string
@@ -259,9 +262,16 @@ type Loader struct {
 	err    error
 }
 
+// asyncMaxPending is how many publishes a Client's connection to
+// JetStream may have unanswered at once. nats.go makes a publish past it
+// wait 200 ms for room and then fail ("stalled with too many outstanding
+// async published messages"), so a Loader keeps below it.
+const asyncMaxPending = 8192
+
 // maxInFlight bounds the adds a Loader has in flight before it waits for
-// the oldest answers.
-const maxInFlight = 4096
+// the oldest half of their answers: a quarter of asyncMaxPending, so that
+// up to four Loaders of one Client at once never reach that limit.
+const maxInFlight = asyncMaxPending / 4
 
 // NewLoader returns a Loader of the client's queue.
 func (c *Client) NewLoader() *Loader {
