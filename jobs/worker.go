@@ -151,13 +151,14 @@ func (c *WorkerConfig) validate() error {
 	return nil
 }
 
-// entry is what a worker keeps per job of its partitions: no payload, no
-// key beyond the map's.
+// entry is what a worker keeps per job of its partitions: no payload, and
+// the KV key's bytes shared with the map's key. It is kept to 32 bytes:
+// the epoch of a job running elsewhere, which few jobs have at once, is
+// in Worker.running.
 type entry struct {
-	key      string          // the KV key
-	rev      uint64          // the record's revision last seen
-	task     schedule.TaskID // its pending fire, or 0
-	runEpoch string          // running: the epoch of the worker that runs it
+	key  string          // the KV key
+	rev  uint64          // the record's revision last seen
+	task schedule.TaskID // its pending fire, or 0
 }
 
 // partWatch is the watch of one partition the worker holds.
@@ -208,6 +209,7 @@ type Worker struct {
 	live     map[string]leaseValue // node → lease, every live worker
 	held     [Partitions]*partWatch
 	entries  map[string]*entry
+	running  map[string]string   // KV key → epoch of the worker running it, for running entries
 	epochs   map[string]struct{} // the live epochs at the last rebalance
 }
 
@@ -227,7 +229,7 @@ func (c *Client) StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, er
 	w := &Worker{
 		c: c, cfg: cfg, log: cfg.Logger, sched: sched,
 		quit: make(chan struct{}), leaseDone: make(chan struct{}), nodesDone: make(chan struct{}),
-		live: make(map[string]leaseValue), entries: make(map[string]*entry),
+		live: make(map[string]leaseValue), entries: make(map[string]*entry), running: make(map[string]string),
 	}
 	w.runCtx, w.abandon = context.WithCancel(context.Background())
 	if err := w.register(ctx); err != nil {
@@ -346,10 +348,12 @@ func (w *Worker) rebalance() {
 	// Only an epoch that went away can strand one, so the scan runs only
 	// then: lease refreshes cost no pass over the jobs.
 	if w.epochWentLocked() {
-		for _, e := range w.entries {
-			if e.runEpoch != "" && !w.epochLiveLocked(e.runEpoch) {
-				e.runEpoch = ""
-				w.scheduleLocked(e, time.Time{})
+		for k, ep := range w.running {
+			if !w.epochLiveLocked(ep) {
+				delete(w.running, k)
+				if e := w.entries[k]; e != nil {
+					w.scheduleLocked(e, time.Time{})
+				}
 			}
 		}
 	}
@@ -452,6 +456,7 @@ func (w *Worker) dropLocked(e *entry) {
 		e.task = 0
 	}
 	delete(w.entries, e.key)
+	delete(w.running, e.key)
 }
 
 // scheduleLocked arms e's fire at due (now, for the zero time).
@@ -497,12 +502,12 @@ func (w *Worker) apply(kve jetstream.KeyValueEntry) {
 		w.entries[k] = e
 	}
 	e.rev = rev
-	e.runEpoch = ""
+	delete(w.running, k)
 	switch {
 	case h.State == StatePending:
 		w.scheduleLocked(e, time.UnixMilli(h.Due))
 	case w.epochLiveLocked(h.Epoch):
-		e.runEpoch = h.Epoch
+		w.running[k] = h.Epoch
 		if e.task != 0 {
 			w.sched.CancelTask(e.task)
 			e.task = 0
@@ -512,7 +517,7 @@ func (w *Worker) apply(kve jetstream.KeyValueEntry) {
 		// may be gone, or may have registered since this worker last saw
 		// the leases. The attempt, fired now, reads that worker's lease
 		// and starts the job again only if the epoch is over.
-		e.runEpoch = h.Epoch
+		w.running[k] = h.Epoch
 		w.scheduleLocked(e, time.Time{})
 	}
 }
@@ -720,7 +725,7 @@ func (w *Worker) attempt(k string, rev uint64) outcome {
 		if live {
 			w.mu.Lock()
 			if e := w.entries[k]; e != nil && e.rev == rev {
-				e.runEpoch = h.Epoch
+				w.running[k] = h.Epoch
 			}
 			w.mu.Unlock()
 			return outcomeMoved
