@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-schedule/schedule/jobs"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -420,4 +421,49 @@ func TestRunningUnderAnEpochNotYetSeenIsNotStartedAgain(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return evs.count(jobs.EventDone) >= 1 }, "the attempt ends")
 	assert.Equal(t, 1, evs.count(jobs.EventStart), "the running attempt starts once")
 	assert.Equal(t, 0, evs.count(jobs.EventSuperseded))
+}
+
+// TestPurgedLeaseHandsRunningAttemptElsewhere checks the other side of the
+// epoch rule: a running attempt whose worker's lease is gone (purged, as
+// an operator hands a worker's jobs over) is known dead, and the worker
+// that holds its partition starts it again with the same attempt number;
+// the first run's end is then superseded.
+func TestPurgedLeaseHandsRunningAttemptElsewhere(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	release := make(chan struct{})
+	slow := func(ctx context.Context, j jobs.Job) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
+	startWorker(t, url, "q", "b", slow, &evs, cfg)
+	require.NoError(t, c.Add(ctxOf(t), "k", time.Now(), nil))
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) == 1 }, "the attempt starts on b")
+	startWorker(t, url, "q", "a", succeed, &evs, cfg)
+
+	js, err := jetstream.New(dial(t, url))
+	require.NoError(t, err)
+	nodes, err := js.KeyValue(ctxOf(t), "jobs-q-nodes")
+	require.NoError(t, err)
+	require.NoError(t, nodes.Purge(ctxOf(t), "b"))
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) >= 3 }, "the attempt starts again on a and ends")
+	close(release)
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) == 4 }, "b's run ends")
+	var a []jobs.Event
+	for _, ev := range evs.of("k") {
+		if ev.Node == "a" {
+			a = append(a, ev)
+		} else if ev.Kind != jobs.EventStart {
+			assert.Equal(t, jobs.EventSuperseded, ev.Kind, "b's end records nothing")
+		}
+	}
+	require.Len(t, a, 2)
+	assert.Equal(t, jobs.EventStart, a[0].Kind)
+	assert.Equal(t, 1, a[0].Attempt, "the same attempt number")
+	assert.Equal(t, jobs.EventDone, a[1].Kind)
 }
