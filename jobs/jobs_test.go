@@ -467,3 +467,54 @@ func TestPurgedLeaseHandsRunningAttemptElsewhere(t *testing.T) {
 	assert.Equal(t, 1, a[0].Attempt, "the same attempt number")
 	assert.Equal(t, jobs.EventDone, a[1].Kind)
 }
+
+// TestRunningUnderAnEpochKnownOnlyByReadStartsAgainWhenItDies checks that
+// an epoch a worker found alive only by reading its lease (its watch of the
+// leases never delivered it) is still watched for its end: when that lease
+// goes, the attempt running under it starts again.
+func TestRunningUnderAnEpochKnownOnlyByReadStartsAgainWhenItDies(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	release := make(chan struct{})
+	slow := func(ctx context.Context, j jobs.Job) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
+	b := startWorker(t, url, "q", "b", slow, &evs, cfg)
+	a := startWorker(t, url, "q", "a", succeed, &evs, cfg)
+	eventually(t, 10*time.Second, func() bool { return a.Held()+b.Held() == jobs.Partitions }, "the partitions are shared out")
+	// A key of b's partitions, so that a meets its record only once its
+	// view has lost b.
+	var key string
+	for i := 0; key == ""; i++ {
+		require.NoError(t, c.Add(ctxOf(t), fmt.Sprint("k", i), time.Now(), nil))
+		eventually(t, 10*time.Second, func() bool { return len(evs.of(fmt.Sprint("k", i))) > 0 }, "k%d starts", i)
+		if evs.of(fmt.Sprint("k", i))[0].Node == "b" {
+			key = fmt.Sprint("k", i)
+		}
+	}
+	a.ForgetLease("b") // a now holds every partition and reads b's lease to learn the epoch is alive
+	eventually(t, 10*time.Second, func() bool { return a.Held() == jobs.Partitions }, "a holds every partition")
+
+	js, err := jetstream.New(dial(t, url))
+	require.NoError(t, err)
+	nodes, err := js.KeyValue(ctxOf(t), "jobs-q-nodes")
+	require.NoError(t, err)
+	require.NoError(t, nodes.Purge(ctxOf(t), "b"))
+	eventually(t, 10*time.Second, func() bool {
+		for _, ev := range evs.of(key) {
+			if ev.Node == "a" && ev.Kind == jobs.EventDone {
+				return true
+			}
+		}
+		return false
+	}, "%s starts again on a once b's lease is gone", key)
+	close(release)
+	eventually(t, 10*time.Second, func() bool { return len(evs.of(key)) == 4 }, "b's attempt ends too")
+	assert.Equal(t, jobs.EventSuperseded, evs.of(key)[3].Kind, "b's end records nothing")
+}

@@ -209,8 +209,7 @@ type Worker struct {
 	live     map[string]leaseValue // node → lease, every live worker
 	held     [Partitions]*partWatch
 	entries  map[string]*entry
-	running  map[string]string   // KV key → epoch of the worker running it, for running entries
-	epochs   map[string]struct{} // the live epochs at the last rebalance
+	running  map[string]string // KV key → epoch of the worker running it, for running entries
 }
 
 // StartWorker registers a worker of the client's queue and starts taking
@@ -344,16 +343,18 @@ func (w *Worker) rebalance() {
 			lose = append(lose, p)
 		}
 	}
-	// Attempts recorded running by a worker no longer live start again.
-	// Only an epoch that went away can strand one, so the scan runs only
-	// then: lease refreshes cost no pass over the jobs.
-	if w.epochWentLocked() {
-		for k, ep := range w.running {
-			if !w.epochLiveLocked(ep) {
-				delete(w.running, k)
-				if e := w.entries[k]; e != nil {
-					w.scheduleLocked(e, time.Time{})
-				}
+	// Attempts recorded running under an epoch this view does not hold
+	// are fired, and the fire reads that worker's lease: it starts the
+	// attempt again if the epoch is over. The scan walks the jobs running
+	// elsewhere only, few at any time, so a lease refresh costs no pass
+	// over the pending jobs. It runs at every share-out, not only when an
+	// epoch leaves the view: an epoch found alive by reading its lease may
+	// never have been in the view, and its end would go unnoticed.
+	for k, ep := range w.running {
+		if !w.epochLiveLocked(ep) {
+			delete(w.running, k)
+			if e := w.entries[k]; e != nil {
+				w.scheduleLocked(e, time.Time{})
 			}
 		}
 	}
@@ -366,22 +367,6 @@ func (w *Worker) rebalance() {
 			w.log.Warn("jobs: watch partition", "partition", p, "err", err)
 		}
 	}
-}
-
-// epochWentLocked reports whether an epoch live at the last call is gone.
-func (w *Worker) epochWentLocked() bool {
-	went := false
-	now := make(map[string]struct{}, len(w.live))
-	for _, lv := range w.live {
-		now[lv.Epoch] = struct{}{}
-	}
-	for ep := range w.epochs {
-		if _, ok := now[ep]; !ok {
-			went = true
-		}
-	}
-	w.epochs = now
-	return went
 }
 
 // epochLiveLocked reports whether epoch is this worker's or a live
