@@ -432,14 +432,7 @@ func TestPurgedLeaseHandsRunningAttemptElsewhere(t *testing.T) {
 	_, url := startServer(t)
 	c := openClient(t, url, "q")
 	var evs events
-	release := make(chan struct{})
-	slow := func(ctx context.Context, j jobs.Job) error {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil
-	}
+	slow, release := blocking()
 	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
 	startWorker(t, url, "q", "b", slow, &evs, cfg)
 	require.NoError(t, c.Add(ctxOf(t), "k", time.Now(), nil))
@@ -476,14 +469,7 @@ func TestRunningUnderAnEpochKnownOnlyByReadStartsAgainWhenItDies(t *testing.T) {
 	_, url := startServer(t)
 	c := openClient(t, url, "q")
 	var evs events
-	release := make(chan struct{})
-	slow := func(ctx context.Context, j jobs.Job) error {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil
-	}
+	slow, release := blocking()
 	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
 	b := startWorker(t, url, "q", "b", slow, &evs, cfg)
 	a := startWorker(t, url, "q", "a", succeed, &evs, cfg)
