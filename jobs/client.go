@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-schedule/schedule/presence/ensure"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -17,12 +18,6 @@ const DefaultQueue = "default"
 // behind is kept: long enough for every live watcher to see it, short
 // enough that done jobs do not pile up in the store.
 const markerTTL = 10 * time.Minute
-
-// createTry bounds each try to find or create a bucket. Clients that
-// create the same replicated bucket at once on a fresh cluster can wait
-// seconds for an answer about a stream still being created; short tries,
-// repeated, converge sooner than one long wait.
-const createTry = 2 * time.Second
 
 var (
 	// ErrExists is returned by AddUnique when the key is pending or
@@ -70,62 +65,27 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Client, error) {
 	if cfg.Replicas < 1 || cfg.Replicas > 5 {
 		return nil, ErrInvalidReplicas
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncMaxPending))
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{queue: cfg.Queue, nc: nc, js: js}
 	// Both buckets allow per-message TTLs: leases expire by TTL, and the
-	// marker of a finished job by PurgeTTL.
-	c.jobs, err = bucket(ctx, js, jetstream.KeyValueConfig{
+	// marker of a finished job by PurgeTTL. Workers that start together on
+	// a fresh cluster all create them: ensure converges on one bucket.
+	c.jobs, err = ensure.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: "jobs-" + cfg.Queue, History: 1, Replicas: cfg.Replicas, LimitMarkerTTL: markerTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: bucket jobs-%s: %w", cfg.Queue, err)
 	}
-	c.nodes, err = bucket(ctx, js, jetstream.KeyValueConfig{
+	c.nodes, err = ensure.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: "jobs-" + cfg.Queue + "-nodes", History: 1, Replicas: cfg.Replicas, LimitMarkerTTL: time.Hour,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: bucket jobs-%s-nodes: %w", cfg.Queue, err)
 	}
 	return c, nil
-}
-
-// bucket binds the bucket cfg names, creating it if it is missing, in
-// short tries until ctx ends.
-func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	for {
-		kv, err := bucketTry(ctx, js, cfg)
-		if err == nil || ctx.Err() != nil {
-			return kv, err
-		}
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrBucketExists) &&
-			!errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled) &&
-			!errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
-			var apiErr *jetstream.APIError
-			if !errors.As(err, &apiErr) {
-				return nil, err
-			}
-		}
-		// The stream is being created elsewhere or the cluster is not
-		// ready yet: try again, after a pause that ends with ctx.
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func bucketTry(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	c, cancel := context.WithTimeout(ctx, createTry)
-	defer cancel()
-	kv, err := js.KeyValue(c, cfg.Bucket)
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return kv, err
-	}
-	return js.CreateKeyValue(c, cfg)
 }
 
 // Queue returns the client's queue.
@@ -249,8 +209,11 @@ func (c *Client) Get(ctx context.Context, key string) (Info, error) {
 }
 
 // Loader adds jobs as Add does, many in flight at once: each Add publishes
-// without waiting for the engine's answer, and Wait waits for them all. A
-// Loader is for one goroutine.
+// without waiting for the engine's answer, and Wait waits for them all.
+// The adds in flight are bounded (maxInFlight): an Add past the bound
+// first waits for the oldest half, so a Loader's memory does not grow with
+// the number of jobs it adds. A Loader is for one goroutine; up to four
+// Loaders of one Client may run at once.
 type Loader struct {
 	c      *Client
 	prefix string
@@ -259,9 +222,16 @@ type Loader struct {
 	err    error
 }
 
+// asyncMaxPending is how many publishes a Client's connection to
+// JetStream may have unanswered at once. nats.go makes a publish past it
+// wait 200 ms for room and then fail ("stalled with too many outstanding
+// async published messages"), so a Loader keeps below it.
+const asyncMaxPending = 8192
+
 // maxInFlight bounds the adds a Loader has in flight before it waits for
-// the oldest answers.
-const maxInFlight = 4096
+// the oldest half of their answers: a quarter of asyncMaxPending, so that
+// up to four Loaders of one Client at once never reach that limit.
+const maxInFlight = asyncMaxPending / 4
 
 // NewLoader returns a Loader of the client's queue.
 func (c *Client) NewLoader() *Loader {

@@ -50,7 +50,12 @@
 //
 // A record running under an epoch that holds no lease is an abandoned
 // attempt: the partition's holder starts it again at once, with the same
-// attempt number. A worker killed without warning thus loses its jobs to
+// attempt number. An epoch counts as dead only when known dead: its
+// worker's lease went away or was taken over under another epoch. An
+// epoch the holder has not seen in any lease (its worker may have
+// registered since the holder last saw the leases) is settled by reading
+// that worker's lease, so that a holder's stale view never starts a live
+// worker's attempt twice. A worker killed without warning thus loses its jobs to
 // the live workers when its lease expires (the expiry marker, or the
 // listing of leases each worker makes once a lease). [Worker.Stop] marks
 // the lease draining first, so that the others take the partitions at

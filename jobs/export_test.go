@@ -19,3 +19,14 @@ func (w *Worker) Held() int {
 	}
 	return n
 }
+
+// ForgetLease drops node's lease from the worker's view of the live
+// workers, as if the watch of the leases had not delivered it yet (a
+// worker that registered after this one's last share-out), and shares
+// the partitions out again by that view.
+func (w *Worker) ForgetLease(node string) {
+	w.mu.Lock()
+	delete(w.live, node)
+	w.mu.Unlock()
+	w.rebalance()
+}

@@ -164,6 +164,19 @@ func startWorker(t *testing.T, url, queue, node string, h jobs.Handler, evs *eve
 
 func succeed(context.Context, jobs.Job) error { return nil }
 
+// blocking returns a handler whose attempts run until the channel is
+// closed or the worker abandons them, then succeed.
+func blocking() (jobs.Handler, chan struct{}) {
+	release := make(chan struct{})
+	return func(ctx context.Context, _ jobs.Job) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}, release
+}
+
 // eventually waits up to d for cond.
 func eventually(t *testing.T, d time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-schedule/schedule/jobs"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -381,4 +383,124 @@ func TestBacklogStartsSoonAfterTheFirstWorker(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1000, evs.count(jobs.EventStart))
+}
+
+// TestRunningUnderAnEpochNotYetSeenIsNotStartedAgain checks guarantee 3
+// when one worker's view of the leases lags: a record running under the
+// epoch of a live worker whose lease this worker has not seen yet (one
+// that registered after its last share-out) is that worker's attempt,
+// not an abandoned one, and is not started a second time.
+func TestRunningUnderAnEpochNotYetSeenIsNotStartedAgain(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	var calls atomic.Int32
+	release := make(chan struct{})
+	h := func(context.Context, jobs.Job) error {
+		if calls.Add(1) == 1 {
+			<-release
+		}
+		return nil
+	}
+	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
+	ws := map[string]*jobs.Worker{
+		"a": startWorker(t, url, "q", "a", h, &evs, cfg),
+		"b": startWorker(t, url, "q", "b", h, &evs, cfg),
+	}
+	require.NoError(t, c.Add(ctxOf(t), "k", time.Now(), nil))
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) == 1 }, "the attempt starts")
+	runner := evs.of("k")[0].Node
+	other := ws[map[string]string{"a": "b", "b": "a"}[runner]]
+	in, err := c.Get(ctxOf(t), "k")
+	require.NoError(t, err)
+	require.Equal(t, jobs.StateRunning, in.State)
+
+	other.ForgetLease(runner)
+	other.AttemptAt("k", in.Revision)
+	close(release)
+	eventually(t, 10*time.Second, func() bool { return evs.count(jobs.EventDone) >= 1 }, "the attempt ends")
+	assert.Equal(t, 1, evs.count(jobs.EventStart), "the running attempt starts once")
+	assert.Equal(t, 0, evs.count(jobs.EventSuperseded))
+}
+
+// TestPurgedLeaseHandsRunningAttemptElsewhere checks the other side of the
+// epoch rule: a running attempt whose worker's lease is gone (purged, as
+// an operator hands a worker's jobs over) is known dead, and the worker
+// that holds its partition starts it again with the same attempt number;
+// the first run's end is then superseded.
+func TestPurgedLeaseHandsRunningAttemptElsewhere(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	slow, release := blocking()
+	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
+	startWorker(t, url, "q", "b", slow, &evs, cfg)
+	require.NoError(t, c.Add(ctxOf(t), "k", time.Now(), nil))
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) == 1 }, "the attempt starts on b")
+	startWorker(t, url, "q", "a", succeed, &evs, cfg)
+
+	js, err := jetstream.New(dial(t, url))
+	require.NoError(t, err)
+	nodes, err := js.KeyValue(ctxOf(t), "jobs-q-nodes")
+	require.NoError(t, err)
+	require.NoError(t, nodes.Purge(ctxOf(t), "b"))
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) >= 3 }, "the attempt starts again on a and ends")
+	close(release)
+	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) == 4 }, "b's run ends")
+	var a []jobs.Event
+	for _, ev := range evs.of("k") {
+		if ev.Node == "a" {
+			a = append(a, ev)
+		} else if ev.Kind != jobs.EventStart {
+			assert.Equal(t, jobs.EventSuperseded, ev.Kind, "b's end records nothing")
+		}
+	}
+	require.Len(t, a, 2)
+	assert.Equal(t, jobs.EventStart, a[0].Kind)
+	assert.Equal(t, 1, a[0].Attempt, "the same attempt number")
+	assert.Equal(t, jobs.EventDone, a[1].Kind)
+}
+
+// TestRunningUnderAnEpochKnownOnlyByReadStartsAgainWhenItDies checks that
+// an epoch a worker found alive only by reading its lease (its watch of the
+// leases never delivered it) is still watched for its end: when that lease
+// goes, the attempt running under it starts again.
+func TestRunningUnderAnEpochKnownOnlyByReadStartsAgainWhenItDies(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	slow, release := blocking()
+	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
+	b := startWorker(t, url, "q", "b", slow, &evs, cfg)
+	a := startWorker(t, url, "q", "a", succeed, &evs, cfg)
+	eventually(t, 10*time.Second, func() bool { return a.Held()+b.Held() == jobs.Partitions }, "the partitions are shared out")
+	// A key of b's partitions, so that a meets its record only once its
+	// view has lost b.
+	var key string
+	for i := 0; key == ""; i++ {
+		require.NoError(t, c.Add(ctxOf(t), fmt.Sprint("k", i), time.Now(), nil))
+		eventually(t, 10*time.Second, func() bool { return len(evs.of(fmt.Sprint("k", i))) > 0 }, "k%d starts", i)
+		if evs.of(fmt.Sprint("k", i))[0].Node == "b" {
+			key = fmt.Sprint("k", i)
+		}
+	}
+	a.ForgetLease("b") // a now holds every partition and reads b's lease to learn the epoch is alive
+	eventually(t, 10*time.Second, func() bool { return a.Held() == jobs.Partitions }, "a holds every partition")
+
+	js, err := jetstream.New(dial(t, url))
+	require.NoError(t, err)
+	nodes, err := js.KeyValue(ctxOf(t), "jobs-q-nodes")
+	require.NoError(t, err)
+	require.NoError(t, nodes.Purge(ctxOf(t), "b"))
+	eventually(t, 10*time.Second, func() bool {
+		for _, ev := range evs.of(key) {
+			if ev.Node == "a" && ev.Kind == jobs.EventDone {
+				return true
+			}
+		}
+		return false
+	}, "%s starts again on a once b's lease is gone", key)
+	close(release)
+	eventually(t, 10*time.Second, func() bool { return len(evs.of(key)) == 4 }, "b's attempt ends too")
+	assert.Equal(t, jobs.EventSuperseded, evs.of(key)[3].Kind, "b's end records nothing")
 }

@@ -27,6 +27,8 @@ func newEpoch() string {
 // running attempts then belong to no live epoch and start again.
 func (w *Worker) register(ctx context.Context) error {
 	w.epoch = newEpoch()
+	epoch := w.epoch
+	w.own.Store(&epoch)
 	val, _ := json.Marshal(leaseValue{Epoch: w.epoch})
 	for {
 		rev, err := w.c.nodes.Create(ctx, w.cfg.Node, val, jetstream.KeyTTL(w.cfg.Lease))

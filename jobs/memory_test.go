@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	heavy       = flag.Bool("jobs.heavy", false, "run the heavy tests (memory per pending job)")
+	heavy       = flag.Bool("jobs.heavy", false, "run the heavy tests (memory per pending job, a load of 100,000 lines)")
 	heavyJobs   = flag.Int("jobs.pending", 200_000, "pending jobs in the heavy memory test")
 	heavyReport = flag.Bool("jobs.report", true, "log the heavy tests' figures")
 )

@@ -151,13 +151,14 @@ func (c *WorkerConfig) validate() error {
 	return nil
 }
 
-// entry is what a worker keeps per job of its partitions: no payload, no
-// key beyond the map's.
+// entry is what a worker keeps per job of its partitions: no payload, and
+// the KV key's bytes shared with the map's key. It is kept to 32 bytes:
+// the epoch of a job running elsewhere, which few jobs have at once, is
+// in Worker.running.
 type entry struct {
-	key      string          // the KV key
-	rev      uint64          // the record's revision last seen
-	task     schedule.TaskID // its pending fire, or 0
-	runEpoch string          // running: the epoch of the worker that runs it
+	key  string          // the KV key
+	rev  uint64          // the record's revision last seen
+	task schedule.TaskID // its pending fire, or 0
 }
 
 // partWatch is the watch of one partition the worker holds.
@@ -198,12 +199,17 @@ type Worker struct {
 
 	runs atomic.Uint64 // starts made, numbering each start's value
 
+	// own is the worker's current epoch, readable without leaseMu: a
+	// record running under it is this worker's own attempt, whether or
+	// not the watch of the leases has delivered its lease yet.
+	own atomic.Pointer[string]
+
 	mu       sync.Mutex
 	stopping bool
 	live     map[string]leaseValue // node → lease, every live worker
 	held     [Partitions]*partWatch
 	entries  map[string]*entry
-	epochs   map[string]struct{} // the live epochs at the last rebalance
+	running  map[string]string // KV key → epoch of the worker running it, for running entries
 }
 
 // StartWorker registers a worker of the client's queue and starts taking
@@ -222,7 +228,7 @@ func (c *Client) StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, er
 	w := &Worker{
 		c: c, cfg: cfg, log: cfg.Logger, sched: sched,
 		quit: make(chan struct{}), leaseDone: make(chan struct{}), nodesDone: make(chan struct{}),
-		live: make(map[string]leaseValue), entries: make(map[string]*entry),
+		live: make(map[string]leaseValue), entries: make(map[string]*entry), running: make(map[string]string),
 	}
 	w.runCtx, w.abandon = context.WithCancel(context.Background())
 	if err := w.register(ctx); err != nil {
@@ -337,13 +343,17 @@ func (w *Worker) rebalance() {
 			lose = append(lose, p)
 		}
 	}
-	// Attempts recorded running by a worker no longer live start again.
-	// Only an epoch that went away can strand one, so the scan runs only
-	// then: lease refreshes cost no pass over the jobs.
-	if w.epochWentLocked() {
-		for _, e := range w.entries {
-			if e.runEpoch != "" && !w.epochLiveLocked(e.runEpoch) {
-				e.runEpoch = ""
+	// Attempts recorded running under an epoch this view does not hold
+	// are fired, and the fire reads that worker's lease: it starts the
+	// attempt again if the epoch is over. The scan walks the jobs running
+	// elsewhere only, few at any time, so a lease refresh costs no pass
+	// over the pending jobs. It runs at every share-out, not only when an
+	// epoch leaves the view: an epoch found alive by reading its lease may
+	// never have been in the view, and its end would go unnoticed.
+	for k, ep := range w.running {
+		if !w.epochLiveLocked(ep) {
+			delete(w.running, k)
+			if e := w.entries[k]; e != nil {
 				w.scheduleLocked(e, time.Time{})
 			}
 		}
@@ -359,24 +369,14 @@ func (w *Worker) rebalance() {
 	}
 }
 
-// epochWentLocked reports whether an epoch live at the last call is gone.
-func (w *Worker) epochWentLocked() bool {
-	went := false
-	now := make(map[string]struct{}, len(w.live))
-	for _, lv := range w.live {
-		now[lv.Epoch] = struct{}{}
-	}
-	for ep := range w.epochs {
-		if _, ok := now[ep]; !ok {
-			went = true
-		}
-	}
-	w.epochs = now
-	return went
-}
-
-// epochLiveLocked reports whether a live worker holds epoch.
+// epochLiveLocked reports whether epoch is this worker's or a live
+// worker's as far as this worker has seen. False does not mean dead: the
+// lease of a worker that registered since may not have reached this
+// worker yet; epochAlive settles that.
 func (w *Worker) epochLiveLocked(epoch string) bool {
+	if own := w.own.Load(); own != nil && *own == epoch {
+		return true
+	}
 	for _, lv := range w.live {
 		if lv.Epoch == epoch {
 			return true
@@ -441,6 +441,7 @@ func (w *Worker) dropLocked(e *entry) {
 		e.task = 0
 	}
 	delete(w.entries, e.key)
+	delete(w.running, e.key)
 }
 
 // scheduleLocked arms e's fire at due (now, for the zero time).
@@ -486,18 +487,22 @@ func (w *Worker) apply(kve jetstream.KeyValueEntry) {
 		w.entries[k] = e
 	}
 	e.rev = rev
-	e.runEpoch = ""
+	delete(w.running, k)
 	switch {
 	case h.State == StatePending:
 		w.scheduleLocked(e, time.UnixMilli(h.Due))
 	case w.epochLiveLocked(h.Epoch):
-		e.runEpoch = h.Epoch
+		w.running[k] = h.Epoch
 		if e.task != 0 {
 			w.sched.CancelTask(e.task)
 			e.task = 0
 		}
 	default:
-		// Running on a worker that is gone: its attempt starts again.
+		// Running under an epoch this worker does not know: its worker
+		// may be gone, or may have registered since this worker last saw
+		// the leases. The attempt, fired now, reads that worker's lease
+		// and starts the job again only if the epoch is over.
+		w.running[k] = h.Epoch
 		w.scheduleLocked(e, time.Time{})
 	}
 }
@@ -692,7 +697,22 @@ func (w *Worker) attempt(k string, rev uint64) outcome {
 		w.mu.Lock()
 		live := w.epochLiveLocked(h.Epoch)
 		w.mu.Unlock()
+		if !live {
+			// Not an epoch this worker has seen: only the engine can tell
+			// a worker that is gone from one whose lease has not reached
+			// this worker yet. One read, only in this rare case.
+			alive, err := w.epochAlive(ctx, h.Node, h.Epoch)
+			if err != nil {
+				return outcomeUnclear
+			}
+			live = alive
+		}
 		if live {
+			w.mu.Lock()
+			if e := w.entries[k]; e != nil && e.rev == rev {
+				w.running[k] = h.Epoch
+			}
+			w.mu.Unlock()
 			return outcomeMoved
 		}
 	default:
@@ -760,6 +780,28 @@ func (w *Worker) emit(ev Event) {
 	if w.cfg.OnEvent != nil {
 		w.cfg.OnEvent(ev)
 	}
+}
+
+// epochAlive reports whether node's lease in the engine still carries
+// epoch: an attempt running under that epoch then belongs to a live
+// worker. A lease that is gone, or that carries another epoch (the node
+// registered again: its earlier life is over), means the epoch is dead.
+func (w *Worker) epochAlive(ctx context.Context, node, epoch string) (bool, error) {
+	if !ValidName(node) {
+		return false, nil
+	}
+	e, err := w.c.nodes.Get(ctx, node)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var lv leaseValue
+	if json.Unmarshal(e.Value(), &lv) != nil {
+		return false, nil
+	}
+	return lv.Epoch == epoch, nil
 }
 
 func (w *Worker) currentEpoch() string {

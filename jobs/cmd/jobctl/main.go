@@ -133,27 +133,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "jobctl load: takes no flags or arguments; jobs come on stdin")
 			return exitUsage
 		}
-		js, bad := readLines(stdin, stderr)
 		return withClient(g, stderr, loadWithin, func(ctx context.Context, c *jobs.Client) int {
-			l := c.NewLoader()
-			for _, j := range js {
-				if err := l.Add(ctx, j.key, j.due, j.payload); err != nil {
-					fmt.Fprintf(stderr, "jobctl load: NATS at %s: %v\n", g.urls, err)
-					return exitEngine
-				}
-			}
-			failed, err := l.Wait(ctx)
-			if err != nil {
-				fmt.Fprintf(stderr, "jobctl load: %d adds failed; NATS at %s: %v\n", failed, g.urls, err)
-				return exitEngine
-			}
-			_ = out.Write(struct {
-				Added int `json:"added"`
-			}{len(js)})
-			if bad {
-				return exitEngine
-			}
-			return exitOK
+			return load(ctx, c, g.urls, stdin, out, stderr)
 		})
 	case "":
 		fmt.Fprintln(stderr, "jobctl: no command (add, cancel, get or load)")
@@ -258,30 +239,49 @@ type loadLine struct {
 	Payload *string `json:"payload"`
 }
 
-// readLines reads load's input, names each malformed line on stderr and
-// reports whether there was one.
-func readLines(stdin io.Reader, stderr io.Writer) ([]job, bool) {
-	var js []job
-	bad := false
+// load adds each line of stdin as it reads it, through a Loader that
+// keeps a bounded number of adds in flight, so that neither the wait for
+// the first add nor the memory grows with the input. It names each
+// malformed line on stderr, skips it and exits 1 after adding the others;
+// it prints {"added":N} once every add is answered.
+func load(ctx context.Context, c *jobs.Client, urls string, stdin io.Reader, out *jsonl.Writer, stderr io.Writer) int {
+	l := c.NewLoader()
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 0, 64<<10), 4*jobs.MaxPayload)
-	now := time.Now()
-	n := 0
+	bad := false
+	n, added := 0, 0
 	for sc.Scan() {
 		n++
-		j, err := parseLine(sc.Bytes(), now)
+		// "in" counts from the moment its line is read.
+		j, err := parseLine(sc.Bytes(), time.Now())
 		if err != nil {
 			fmt.Fprintf(stderr, "jobctl load: line %d: %v\n", n, err)
 			bad = true
 			continue
 		}
-		js = append(js, j)
+		if err := l.Add(ctx, j.key, j.due, j.payload); err != nil {
+			fmt.Fprintf(stderr, "jobctl load: line %d: NATS at %s: %v\n", n, urls, err)
+			_, _ = l.Wait(ctx)
+			return exitEngine
+		}
+		added++
 	}
 	if err := sc.Err(); err != nil {
 		fmt.Fprintf(stderr, "jobctl load: line %d: %v\n", n+1, err)
 		bad = true
 	}
-	return js, bad
+	failed, err := l.Wait(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "jobctl load: %d adds failed; NATS at %s: %v\n", failed, urls, err)
+		return exitEngine
+	}
+	_ = out.Write(struct {
+		Added int `json:"added"`
+	}{added})
+	if bad {
+		return exitEngine
+	}
+	return exitOK
 }
 
 func parseLine(b []byte, now time.Time) (job, error) {
