@@ -60,7 +60,7 @@
 // 100,000 pending or more, with 100-byte payloads; the killed worker's late
 // jobs all started within 2×lease + 5 s of the kill, with none lost; no
 // job lost in the stream; and, in the quiet check, engine messages that do
-// not grow with the pending jobs (fewer than one more per thousand pending
+// not grow with the pending jobs (fewer than one more per hundred pending
 // jobs, or within the window's jitter: a tenth of the first window's count
 // plus 3). With -judge counts, only the counts (jobs lost, attempts started
 // twice, the quiet messages) decide it; the figures of time, CPU and memory
@@ -137,11 +137,15 @@ const (
 	// judged: below it, a process's own baseline and the garbage
 	// collector's slack weigh more than the jobs.
 	memoryJudgedFrom = 100_000
-	// quietPerMille: the quiet check passes when the engine received fewer
+	// quietPerJobs: the quiet check passes when the engine received fewer
 	// than one message per this many pending jobs more with all of them
 	// pending than with a tenth, or no more than the window's own jitter
-	// (see quietJitter).
-	quietPerMille = 1000
+	// (see quietJitter). A design that sent the engine anything per pending
+	// job would send at least one message per job in the window, a hundred
+	// times this bound; the bound leaves room for lease refreshes falling
+	// on the window's edges differently, which at CI's size (5,000 jobs, a
+	// 2 s window) move the count by more than one per thousand jobs.
+	quietPerJobs = 100
 	// lateStart is how late after its due time a first start counts as
 	// late in the kill phase: a job that the killed worker held until
 	// another took it over.
@@ -159,7 +163,7 @@ func quietJitter(first int64) int64 { return first/10 + 3 }
 // second, with n2.
 func quietOK(first, second int64, n1, n2 int) bool {
 	grew := second - first
-	return grew <= quietJitter(first) || float64(grew)*quietPerMille < float64(n2-n1)
+	return grew <= quietJitter(first) || float64(grew)*quietPerJobs < float64(n2-n1)
 }
 
 // killBound is the bound on a takeover: 2×lease + 5 s.

@@ -237,11 +237,12 @@ func TestEachMissedTargetFailsTheRun(t *testing.T) {
 	}
 }
 
-func TestQuietAllowsTheWindowsJitterOnly(t *testing.T) {
+func TestQuietToleratesJitterButNotTrafficPerJob(t *testing.T) {
 	assert.True(t, quietOK(15, 17, 200, 2000), "2 more, within a tenth plus 3")
 	assert.True(t, quietOK(100, 100, 100_000, 1_000_000))
 	assert.True(t, quietOK(100, 500, 100_000, 1_000_000), "400 more for 900,000 more jobs")
-	assert.False(t, quietOK(100, 1000, 100_000, 1_000_000), "900 more for 900,000 more jobs")
+	assert.True(t, quietOK(23, 30, 500, 5000), "7 more for 4,500 more jobs: the lease refreshes' phase")
+	assert.False(t, quietOK(100, 10_000, 100_000, 1_000_000), "9,900 more for 900,000 more jobs")
 	assert.False(t, quietOK(15, 40, 200, 2000))
 }
 

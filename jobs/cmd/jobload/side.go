@@ -255,8 +255,7 @@ const streamBatches = 4
 // jobsBatches is the go-schedule side's producer: jobs go to jobctl load
 // processes, each fed a batch on its standard input. A bulk load is one
 // batch, unless -load-batch cuts it into batches of that many lines, one
-// process after the other. jobctl load reads the whole of its standard
-// input before it adds anything, so a stream hands each batch of jobs
+// process after the other. A stream hands each batch of jobs
 // (those handed over one period, every, or -load-batch lines, whichever
 // comes first) to a process of its own, up to streamBatches at once. A
 // job's lag is from the moment it was meant to be added to the end of its
