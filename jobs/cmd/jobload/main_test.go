@@ -222,7 +222,7 @@ func TestEachMissedTargetFailsTheRun(t *testing.T) {
 		"cpu":    func(_, p *result) { p.Stream.CPU = 5 * time.Millisecond },
 		"memory": func(j, _ *result) { j.WorkerPerJob = 301 },
 		"quiet": func(j, _ *result) {
-			j.QuietN1, j.QuietIn1, j.QuietIn2 = 100_000, 100, 3000 // 2,900 more for 900,000 more jobs
+			j.QuietN1, j.QuietIn1, j.QuietIn2 = 100_000, 100, 30_000 // 29,900 more for 900,000 more jobs
 		},
 		"kill lost":    func(j, _ *result) { j.Kill.Unfinished = 1 },
 		"kill so late": func(j, _ *result) { j.KillTakeover = 16 * time.Second },
