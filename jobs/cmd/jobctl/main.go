@@ -65,19 +65,41 @@ type job struct {
 
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
+// parse parses args with fs. The flag package would print a bad flag's
+// error and then the whole usage, burying the error: run prints the error
+// alone with a one-line hint, and the usage goes to stderr for -h only.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+	}
+	return err
+}
+
+// fail reports bad input and returns exitUsage, or exitOK for -h, whose
+// usage parse printed.
+func fail(stderr io.Writer, where string, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", where, err)
+	fmt.Fprintf(stderr, "run '%s -h' for the flags\n", where)
+	return exitUsage
+}
+
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g, cmd, rest, err := parseGlobal(args, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "jobctl:", err)
-		return exitUsage
+		return fail(stderr, "jobctl", err)
 	}
 	out := jsonl.New(stdout)
 	switch cmd {
 	case "add":
 		j, unique, err := parseAdd(rest, stderr)
 		if err != nil {
-			fmt.Fprintln(stderr, "jobctl add:", err)
-			return exitUsage
+			return fail(stderr, "jobctl add", err)
 		}
 		return withClient(g, stderr, within, func(ctx context.Context, c *jobs.Client) int {
 			add := c.Add
@@ -102,8 +124,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "cancel", "get":
 		key, err := parseKeyOnly(cmd, rest, stderr)
 		if err != nil {
-			fmt.Fprintf(stderr, "jobctl %s: %v\n", cmd, err)
-			return exitUsage
+			return fail(stderr, "jobctl "+cmd, err)
 		}
 		return withClient(g, stderr, within, func(ctx context.Context, c *jobs.Client) int {
 			if cmd == "cancel" {
@@ -128,10 +149,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		})
 	case "load":
 		fs := flag.NewFlagSet("jobctl load", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		if err := fs.Parse(rest); err != nil || fs.NArg() > 0 {
-			fmt.Fprintln(stderr, "jobctl load: takes no flags or arguments; jobs come on stdin")
-			return exitUsage
+		fs.Usage = func() {
+			fmt.Fprintln(fs.Output(), `usage: jobctl -nats URLS load < lines of {"job":K,"in":"D"} or {"job":K,"at":"RFC3339"}, each with an optional "payload"`)
+		}
+		if err := parse(fs, rest, stderr); err != nil {
+			return fail(stderr, "jobctl load", err)
+		}
+		if fs.NArg() > 0 {
+			return fail(stderr, "jobctl load", usagef("takes no flags or arguments; jobs come on stdin"))
 		}
 		return withClient(g, stderr, loadWithin, func(ctx context.Context, c *jobs.Client) int {
 			return load(ctx, c, g.urls, stdin, out, stderr)
@@ -147,11 +172,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func parseGlobal(args []string, stderr io.Writer) (g global, cmd string, rest []string, err error) {
 	fs := flag.NewFlagSet("jobctl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&g.urls, "nats", "", "comma-separated NATS URLs (required)")
 	fs.StringVar(&g.queue, "queue", jobs.DefaultQueue, "the queue, [A-Za-z0-9_-]{1,64}")
 	fs.IntVar(&g.replicas, "replicas", 1, "replicas of the buckets it creates, 1..5")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintln(w, "usage: jobctl -nats URLS [-queue NAME] [-replicas N] COMMAND [flags]")
+		fmt.Fprintln(w, "Commands: add, cancel, get, load; 'jobctl -nats URLS COMMAND -h' lists a command's flags.")
+		fs.PrintDefaults()
+		fmt.Fprintln(w, "Exit status: 0 done, 1 NATS unreachable or a malformed load line, 2 bad input, 3 add -unique of a pending or running job.")
+	}
+	if err := parse(fs, args, stderr); err != nil {
 		return g, "", nil, err
 	}
 	if fs.NArg() > 0 {
@@ -182,13 +213,12 @@ func checkKey(key string) error {
 
 func parseAdd(args []string, stderr io.Writer) (job, bool, error) {
 	fs := flag.NewFlagSet("jobctl add", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	key := fs.String("key", "", "the job's key: 1 to 256 bytes of UTF-8")
 	in := fs.Duration("in", 0, "due this long from now (0 or negative: at once)")
 	at := fs.String("at", "", "due at this RFC 3339 time (fractions of a second allowed)")
 	payload := fs.String("payload", "", "the payload, at most 64 KiB")
 	unique := fs.Bool("unique", false, "leave a pending or running job alone (exit 3)")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, stderr); err != nil {
 		return job{}, false, err
 	}
 	if fs.NArg() > 0 {
@@ -220,9 +250,8 @@ func parseAdd(args []string, stderr io.Writer) (job, bool, error) {
 
 func parseKeyOnly(cmd string, args []string, stderr io.Writer) (string, error) {
 	fs := flag.NewFlagSet("jobctl "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	key := fs.String("key", "", "the job's key")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, stderr); err != nil {
 		return "", err
 	}
 	if fs.NArg() > 0 {

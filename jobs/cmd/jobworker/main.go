@@ -54,7 +54,23 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	retry := fs.String("retry", "1s,2s,5s,10s,20s", "waits after failed attempts, comma-separated; empty: no retries")
 	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the buckets it creates, 1..5")
 	fs.DurationVar(&c.grace, "grace", 10*time.Second, "how long running attempts may finish on SIGTERM or SIGINT")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintln(w, "usage: jobworker [flags]")
+		fmt.Fprintln(w, "Runs one worker of a go-schedule jobs queue; one JSON object per line on stdout.")
+		fs.PrintDefaults()
+		fmt.Fprintln(w, "Exit status: 0 after SIGTERM or SIGINT, 1 when NATS cannot be reached at start, 2 for bad flags.")
+	}
+	// The flag package would print a bad flag's error and then the whole
+	// usage, burying the error: the caller prints the error alone with a
+	// one-line hint, and the usage is printed for -h only.
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+	}
+	if err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -102,10 +118,11 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 func run(args []string, stdout, stderr io.Writer) int {
 	c, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return 2
+		return 0
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "jobworker:", err)
+		fmt.Fprintln(stderr, "run 'jobworker -h' for the flags")
 		return 2
 	}
 	sig, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
