@@ -112,6 +112,23 @@ package schedule
 // invariants.go holds the checks that the build tag invariants compiles
 // in (invariants_on.go); without it they compile away.
 //
+// Control goes down, never back: the owner pulls requests from the inbox
+// rather than hand it a callback, the slab and the task call no one back,
+// and the heap calls back only in a rebuild, with the keep function the
+// owner gives it. A goroutine may still call one leaf more than once in
+// turn, and that is the honest shape. The owner reads the heap's top, asks
+// the task whether the entry is due, a tombstone or a postponed deadline,
+// and then pops or fixes it, as a user of container/heap reads h[0] before
+// heap.Pop: the answer depends on the task's word, which the heap must not
+// know, and a pop that took the classification as a func would only move
+// the second visit, the heap calling back into owner.go as sort.Slice
+// calls its less. The owner borrows a lane's buffer from the inbox and
+// gives it back once applied (inbox.take, inbox.keepSpare). A drain asks
+// the task whether it was cancelled, runs its job inside the drain's
+// recover, and lets go of it, each a step of the task's that the runner
+// sequences. The walk, file by file, is in
+// bench/results/2026-11-28-model/README.md.
+//
 // One word per idea, in names and comments alike:
 //
 //   - run: one execution of a job (runner.runJob); Stats.Started counts
@@ -124,9 +141,9 @@ package schedule
 //   - collect, hand over: the owner collects the tasks that came due
 //     (owner.collectDue) and hands them over to the run queue
 //     (owner.handOver); it runs no job itself.
-//   - deliver, apply: the inbox delivers callers' requests to the owner
-//     (inbox.deliver), which applies them (owner.apply). A barrier is a
-//     request that names no task, for the tests (opBarrier).
+//   - take, apply: the owner takes callers' requests from the inbox
+//     (inbox.take) and applies them (owner.applyRequests, owner.apply). A
+//     barrier is a request that names no task, for the tests (opBarrier).
 //   - begin, abandon: a task's life begins when a caller fills its slot
 //     (task.begin); an add that Shutdown overtook is abandoned
 //     (task.abandon).

@@ -9,7 +9,7 @@ import (
 
 // The inbox carries requests from callers to the owner goroutine. It has
 // shardCount lanes, one per slab shard, each a slice of requests under a
-// lock of its own, which the owner swaps out whole (inbox.deliver). A
+// lock of its own, which the owner swaps out whole (inbox.take). A
 // request costs a lock and an append, never a channel rendezvous. Every
 // request about a task goes to the lane of the task's shard, so the
 // requests about one task reach the owner in the order they were made.
@@ -50,8 +50,8 @@ type inbox struct {
 	// wake holds a token while the owner has been asked to wake.
 	wake chan struct{}
 
-	// Owner only: the buffer the next lane delivered gets, and how
-	// many deliveries in a row used little of it (keepSpare).
+	// Owner only: the buffer the next lane taken gets, and how many
+	// takes in a row used little of it (keepSpare).
 	spare []op
 	small int
 }
@@ -196,39 +196,39 @@ func (in *inbox) close() {
 // waiting reports whether requests wait in the inbox.
 func (in *inbox) waiting() bool { return in.busy.Load() != 0 }
 
-// deliver hands every queued request to apply, lane after lane. The owner
-// and the lanes trade buffers rather than allocate: the lane's requests
-// come out in its buffer, and the inbox's spare buffer goes in.
-func (in *inbox) deliver(apply func(op)) {
-	for busy := in.busy.Load(); busy != 0; busy &= busy - 1 {
-		k := bits.TrailingZeros32(busy)
-		l := &in.lanes[k]
-		l.mu.Lock()
-		in.busy.And(^uint32(1 << k))
-		if len(l.ops) >= laneMax {
-			l.room.Broadcast()
-		}
-		ops := l.ops
-		l.ops, l.from = in.spare[:0], never
-		l.mu.Unlock()
-		for _, o := range ops {
-			apply(o)
-		}
-		in.keepSpare(ops)
+// lanesWaiting returns the lanes that hold requests, bit k for lane k. The
+// owner takes each of them once (take), so that callers who keep one lane
+// busy cannot hold up the requests in the others.
+func (in *inbox) lanesWaiting() uint32 { return in.busy.Load() }
+
+// take swaps out the requests of lane k, in arrival order, for the owner to
+// apply and then give back with keepSpare. The owner and the lanes trade
+// buffers rather than allocate: the lane's requests come out in its
+// buffer, and the inbox's spare buffer goes in.
+func (in *inbox) take(k int) []op {
+	l := &in.lanes[k]
+	l.mu.Lock()
+	in.busy.And(^uint32(1 << k))
+	if len(l.ops) >= laneMax {
+		l.room.Broadcast()
 	}
+	ops := l.ops
+	l.ops, l.from = in.spare[:0], never
+	l.mu.Unlock()
+	return ops
 }
 
 // Buffers of requests grow in a burst. A buffer larger than bigBuffer
-// shrinks (the next one grows afresh) once smallDeliveries deliveries in a
-// row used less than 1/smallShare of it: not at the first small delivery,
+// shrinks (the next one grows afresh) once smallTakes takes in a row used
+// less than 1/smallShare of it: not at the first small take,
 // or a steady stream of requests would regrow it again and again.
 const (
-	bigBuffer       = 4096
-	smallDeliveries = 16
-	smallShare      = 16
+	bigBuffer  = 4096
+	smallTakes = 16
+	smallShare = 16
 )
 
-// keepSpare keeps ops, just delivered, as the spare buffer, or shrinks it
+// keepSpare keeps ops, taken and applied, as the spare buffer, or shrinks it
 // away when bursts that needed its size are over.
 func (in *inbox) keepSpare(ops []op) {
 	if c := cap(ops); c > bigBuffer && len(ops) < c/smallShare {
@@ -236,7 +236,7 @@ func (in *inbox) keepSpare(ops []op) {
 	} else {
 		in.small = 0
 	}
-	if in.small >= smallDeliveries {
+	if in.small >= smallTakes {
 		in.spare, in.small = nil, 0
 		return
 	}

@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"math"
+	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -189,7 +190,7 @@ func (o *owner) loop() {
 // timer: the requests, the due tasks and the upkeep of the heap and the
 // slab.
 func (o *owner) work(now int64) {
-	o.inbox.deliver(o.apply)
+	o.applyRequests()
 	o.collectDue(now)
 	if o.cancel.wantsRebuild(o.heap.len()) {
 		o.rebuild()
@@ -222,6 +223,19 @@ func (o *owner) readyToTrim() bool {
 // owner; after a burst of adds thousands of them may wait, and applying
 // them first would delay every due job.
 func (o *owner) collectDueAhead(now int64) { o.collectDue(min(now, o.inbox.waitingFrom())) }
+
+// applyRequests takes the requests waiting in the inbox, lane after lane,
+// and applies them. The owner pulls them rather than hand the inbox a
+// callback, so that no request comes back into the owner through the inbox.
+func (o *owner) applyRequests() {
+	for lanes := o.inbox.lanesWaiting(); lanes != 0; lanes &= lanes - 1 {
+		ops := o.inbox.take(bits.TrailingZeros32(lanes))
+		for _, r := range ops {
+			o.apply(r)
+		}
+		o.inbox.keepSpare(ops)
+	}
+}
 
 // apply carries out one request from the inbox.
 func (o *owner) apply(r op) {
@@ -481,7 +495,7 @@ func (o *owner) rebuild() {
 // returned. New requests can no longer arrive: Shutdown closed the inbox
 // before it told the owner to quit.
 func (o *owner) dropAll() {
-	o.inbox.deliver(o.apply)
+	o.applyRequests()
 	o.heap.retain(func(e *entry) bool {
 		t, _, live := o.classify(*e)
 		if live {

@@ -111,7 +111,7 @@ func BenchmarkOwner(b *testing.B) {
 				for range min(batch, b.N-done) {
 					s.ScheduleOne(nop, 0)
 				}
-				s.inbox.deliver(s.owner.apply)
+				s.owner.applyRequests()
 				b.StartTimer()
 				s.owner.collectDue(s.now()) // pop each due task and hand it to the run queue
 				s.owner.flush()

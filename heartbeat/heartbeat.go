@@ -4,8 +4,10 @@
 // A [Monitor] watches keys (device IDs, connections, client pointers).
 // [Monitor.Beat] starts watching a key or, if it is watched, pushes its
 // deadline out to now plus its timeout; [Monitor.Refresh] only pushes out
-// the deadline of a key already watched. When a key's deadline passes with no Beat, the Monitor
-// calls expired(key) once, on the scheduler's pool, and stops watching it.
+// the deadline of a key already watched; [Monitor.Watch] gives a key a
+// timeout of its own, and [Monitor.Forget] stops watching it. When a key's
+// deadline passes with no Beat or Refresh, the Monitor calls expired(key)
+// once, on the scheduler's pool, and stops watching it.
 //
 //	m, _ := heartbeat.New(s, 90*time.Second, func(dev uint64) { disconnect(dev) })
 //	m.Beat(dev)  // on every packet from dev
@@ -29,28 +31,30 @@
 // # Close
 //
 // [Monitor.Close] ends the Monitor's watches and leaves the scheduler
-// running, for a
-// Monitor whose user (a broker, a listener) stops before the program does.
-// Expired is not called for any watch it ends, nor for a deadline that
-// passed before Close but whose expiry had not yet started (waiting for a
-// worker on the scheduler's pool): that expiry finds the Monitor closed
-// and does nothing. An expired call already under way runs to its end;
-// Close does not wait for it, so it may be called from inside expired.
+// running, for a Monitor whose user (a broker, a listener) stops before
+// the program does. The expired function is not called for any watch it
+// ends, nor for a deadline that passed before Close but whose expiry had
+// not yet started (waiting for a worker on the scheduler's pool): that
+// expiry finds the Monitor closed and does nothing. An expired call
+// already under way runs to its end; Close does not wait for it, so it may
+// be called from inside expired.
 //
 // # The time of an expiry
 //
 // [NewWithDeadline] gives expired the deadline that passed (last Beat plus
-// timeout), however late the pool ran the call; Deadline gives the
-// current deadline of a watched key, from which its last Beat is the
+// timeout), however late the pool ran the call; [Monitor.Deadline] gives
+// the current deadline of a watched key, from which its last Beat is the
 // deadline minus its timeout.
 //
-// A Monitor holds one scheduler task per watched key, and its key index is
-// sharded, so Beats of different keys on different cores do not contend. A
-// Beat on a watched key allocates nothing and costs one hash-table lookup
-// plus [schedule.Scheduler.Reset]. A watched uint64 key costs about 90 bytes of heap at
-// a million keys, about 100 at 100,000: its task, its heap entry, its place
-// in the key index and the key boxed in its task. An empty Monitor takes
-// about 48 KB, its 256 shards, which dominates below a few thousand keys
+// # Cost
+//
+// A Monitor holds one scheduler task per watched key. Beats of different
+// keys from different goroutines seldom wait for each other: the keys are
+// spread over 256 locks. A Beat on a watched key allocates nothing and
+// costs one hash-table lookup plus a [schedule.Scheduler.Reset]. A watched
+// uint64 key costs about 90 bytes of heap at a million keys, about 100 at
+// 100,000, its scheduler task included. An empty Monitor takes about
+// 48 KB, which dominates below a few thousand keys
 // (BenchmarkMemoryPerDevice; docs/production.md has the figures).
 package heartbeat
 
@@ -65,14 +69,17 @@ import (
 )
 
 var (
-	// ErrNilScheduler is returned by New for a nil scheduler.
+	// ErrNilScheduler is returned by [New] and [NewWithDeadline] for a nil
+	// scheduler.
 	ErrNilScheduler = errors.New("heartbeat: nil scheduler")
-	// ErrInvalidTimeout is returned by New and Watch for a timeout of zero
-	// or less.
+	// ErrInvalidTimeout is returned by [New], [NewWithDeadline] and
+	// [Monitor.Watch] for a timeout of zero or less.
 	ErrInvalidTimeout = errors.New("heartbeat: timeout must be positive")
-	// ErrNilExpired is returned by New for a nil expired function.
+	// ErrNilExpired is returned by [New] and [NewWithDeadline] for a nil
+	// expired function.
 	ErrNilExpired = errors.New("heartbeat: nil expired function")
-	// ErrClosed is returned by Beat and Watch after Close.
+	// ErrClosed is returned by [Monitor.Beat] and [Monitor.Watch] after
+	// [Monitor.Close].
 	ErrClosed = errors.New("heartbeat: monitor closed")
 )
 
@@ -81,8 +88,9 @@ const shardCount = 256
 
 // Monitor watches keys for silence. Its methods are safe for concurrent
 // use, including from inside expired. It starts no goroutine of its own:
-// it lives until Close or until its scheduler is shut down, and either
-// ends every watch without calling expired.
+// it lives until [Monitor.Close] or until its scheduler is shut down
+// ([schedule.Scheduler.Shutdown]), and either ends every watch without
+// calling expired for it.
 type Monitor[K comparable] struct {
 	s         *schedule.Scheduler
 	timeout   time.Duration
@@ -129,9 +137,10 @@ func (m *Monitor[K]) watch(sh *shard[K], h uint64, key K) (schedule.TaskID, time
 }
 
 // New returns a Monitor that calls expired(key) when key has been watched
-// and gone timeout without a Beat. Jobs run on s, which must outlive the
-// Monitor's use. It returns ErrNilScheduler, ErrInvalidTimeout or
-// ErrNilExpired for bad arguments.
+// and gone timeout without a Beat or a Refresh. The calls run on s's pool;
+// once s is shut down, the Monitor watches no key and starts no watch. It
+// returns [ErrNilScheduler], [ErrInvalidTimeout] or [ErrNilExpired] for bad
+// arguments.
 func New[K comparable](s *schedule.Scheduler, timeout time.Duration, expired func(key K)) (*Monitor[K], error) {
 	m, err := newMonitor[K](s, timeout, expired == nil)
 	if err != nil {
@@ -144,8 +153,8 @@ func New[K comparable](s *schedule.Scheduler, timeout time.Duration, expired fun
 // NewWithDeadline is New for an expired function that also receives the
 // deadline that passed: key's last Beat (or Refresh, or Watch) plus its
 // timeout. The call may come later than that instant when every worker of
-// the scheduler's pool is busy; time.Since(deadline) is then how late. It
-// returns the errors New returns.
+// the scheduler's pool is busy; [time.Since](deadline) is then how late. It
+// returns the errors [New] returns.
 func NewWithDeadline[K comparable](s *schedule.Scheduler, timeout time.Duration, expired func(key K, deadline time.Time)) (*Monitor[K], error) {
 	m, err := newMonitor[K](s, timeout, expired == nil)
 	if err != nil {
@@ -181,10 +190,14 @@ func (m *Monitor[K]) shard(key K) (*shard[K], uint64) {
 // watched, moves its deadline to now plus its timeout (its own, if Watch
 // gave it one).
 //
-// A Beat that comes after key's deadline has passed but before expired has
-// run for it wins: key stays watched with a fresh deadline, and expired is
-// not called for the deadline that passed. Beat returns ErrClosed after
-// Close and schedule.ErrShutdown once the scheduler is shut down.
+// A Beat that comes after key's deadline has passed but before its expiry
+// has started (while it waits for a worker of the scheduler's pool) wins:
+// key stays watched with a fresh deadline, and expired is not called for
+// the deadline that passed. Beat returns [ErrClosed] after
+// Close and [schedule.ErrShutdown] once the scheduler is shut down. When
+// key's deadline has passed, or key is not watched, Beat needs a new
+// scheduler task, and returns [schedule.ErrTooManyTasks] when the
+// scheduler has no room for one; key is then not watched.
 func (m *Monitor[K]) Beat(key K) error {
 	return m.beat(key, 0)
 }
@@ -196,11 +209,12 @@ func (m *Monitor[K]) Beat(key K) error {
 // calls it on every packet and starts watches itself, so that a packet
 // handled after its connection's Forget cannot bring the watch back.
 //
-// Like Beat, a Refresh that comes after key's deadline has passed but before
-// expired has run for it wins: key stays watched with a fresh deadline.
+// Like Beat, a Refresh that comes after key's deadline has passed but
+// before its expiry has started wins: key stays watched with a fresh
+// deadline.
 // Refresh returns false after Close and once the scheduler is shut down;
 // when key's deadline had passed and no new task could be scheduled for it
-// (schedule.ErrTooManyTasks), the watch ends and Refresh returns false.
+// ([schedule.ErrTooManyTasks]), the watch ends and Refresh returns false.
 func (m *Monitor[K]) Refresh(key K) bool {
 	sh, h := m.shard(key)
 	sh.mu.Lock()
@@ -211,8 +225,8 @@ func (m *Monitor[K]) Refresh(key K) bool {
 
 // Watch is Beat with a timeout of key's own, which later Beats and
 // Refreshes keep until the watch ends (expired or forgotten). It returns
-// ErrInvalidTimeout for a timeout of zero or less, and otherwise the errors
-// Beat returns.
+// [ErrInvalidTimeout] for a timeout of zero or less, and otherwise the
+// errors [Monitor.Beat] returns.
 func (m *Monitor[K]) Watch(key K, timeout time.Duration) error {
 	if timeout <= 0 {
 		return ErrInvalidTimeout
@@ -343,11 +357,12 @@ func (m *Monitor[K]) Deadline(key K) (time.Time, bool) {
 }
 
 // Close stops every watch of the Monitor and leaves its scheduler running.
-// Expired is not called for any of them, nor for a deadline that passed
-// before Close whose expiry had not started; an expired call already
-// under way runs to its end, and Close does not wait for it. The
-// Monitor's tasks are cancelled, so the scheduler holds no job of the
-// Monitor's and no key once they are gone.
+// The expired function is not called for any of them, nor for a deadline
+// that passed before Close whose expiry had not started; an expired call
+// already under way runs to its end, and Close does not wait for it. Close
+// cancels the Monitor's scheduler tasks, so that the scheduler keeps no
+// reference to the Monitor or to any key, but for an expiry job already
+// under way, until it returns.
 //
 // After Close, Beat and Watch return ErrClosed, Refresh, Forget and
 // Deadline report false, and Len returns 0. Close is idempotent and safe

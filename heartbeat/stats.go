@@ -13,6 +13,7 @@ func (c *counter) load() uint64 { return c.n.Load() }
 // reading it changes nothing. It counts a call as it starts, so a key whose
 // expired function is still running counts already.
 //
-// With Len, it is what a metrics exporter reads (the schedprom module
-// exports both); the mqtt module's KeepAlive hook offers the same pair.
+// With [Monitor.Len], it is what a metrics exporter reads (the schedprom
+// module exports both); the mqtt module's KeepAlive hook offers the same
+// pair.
 func (m *Monitor[K]) Expired() uint64 { return m.expiries.load() }

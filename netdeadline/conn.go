@@ -9,10 +9,10 @@ import (
 	"github.com/go-schedule/schedule"
 )
 
-// Conn is a net.Conn whose deadlines are kept on a Scheduler (see the
-// package documentation for the contract). Every method other than the
-// deadline setters, Close, NetConn, ReadFrom and WriteTo is the wrapped
-// connection's own. Its methods are safe for concurrent use, as a
+// Conn is a [net.Conn] whose deadlines are kept on a [schedule.Scheduler]
+// (see the package documentation for the contract). Every method other
+// than the deadline setters, Close, NetConn, ReadFrom and WriteTo is the
+// wrapped connection's own. Its methods are safe for concurrent use, as a
 // net.Conn's are.
 type Conn struct {
 	net.Conn
@@ -45,8 +45,8 @@ var longAgo = time.Unix(1, 0)
 // NewConn returns c wrapped so that its deadlines are kept on s. c must be
 // a connection whose own deadlines work (any connection of package net
 // does); the wrapper sets them only to fail a side whose deadline has
-// passed, and to clear that again. NewConn returns ErrNilConn for a nil c
-// and ErrNilScheduler for a nil s.
+// passed, and to clear that again. NewConn returns [ErrNilConn] for a nil c
+// and [ErrNilScheduler] for a nil s.
 //
 // Deadlines already set on c are left as they are: set them through the
 // wrapper.
@@ -62,7 +62,7 @@ func NewConn(c net.Conn, s *schedule.Scheduler) (*Conn, error) {
 
 func wrap(c net.Conn, s *schedule.Scheduler) *Conn { return &Conn{Conn: c, s: s} }
 
-// SetDeadline sets the read and the write deadline, as net.Conn's
+// SetDeadline sets the read and the write deadline, as [net.Conn]'s
 // SetDeadline does. A t at or before the present fails pending and later
 // reads and writes at once; the zero time clears both deadlines. The error
 // is the real socket's, when it refuses a deadline (for example once
@@ -95,8 +95,8 @@ func (c *Conn) Close() error {
 func (c *Conn) NetConn() net.Conn { return c.Conn }
 
 // ReadFrom copies r into the connection with the wrapped connection's
-// ReadFrom when it has one (sendfile and splice for a *net.TCPConn), and
-// with io.Copy otherwise. Deadlines apply as to Write.
+// ReadFrom when it has one (sendfile and splice for a [*net.TCPConn]), and
+// with [io.Copy] otherwise. Deadlines apply as to Write.
 func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 	if rf, ok := c.Conn.(io.ReaderFrom); ok {
 		return rf.ReadFrom(r)
@@ -105,8 +105,8 @@ func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 }
 
 // WriteTo copies the connection into w with the wrapped connection's
-// WriteTo when it has one, and with io.Copy otherwise. Deadlines apply as
-// to Read.
+// WriteTo when it has one, and with [io.Copy] otherwise. Deadlines apply
+// as to Read.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 	if wt, ok := c.Conn.(io.WriterTo); ok {
 		return wt.WriteTo(w)

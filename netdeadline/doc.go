@@ -6,15 +6,17 @@
 // packet (an MQTT broker's keep-alive, net/http's ReadTimeout and
 // IdleTimeout, a custom protocol's idle timeout) pays for a runtime timer
 // move each time. Wrapped by this package, the connection keeps one task
-// on the Scheduler instead, and [Conn.SetDeadline], [Conn.SetReadDeadline]
-// and [Conn.SetWriteDeadline] become a [schedule.Scheduler.Reset] of that
-// task: no lookup, no
-// allocation, no timer of the runtime. When the task comes due, it sets the
+// on the Scheduler instead. [Conn.SetDeadline], [Conn.SetReadDeadline] and
+// [Conn.SetWriteDeadline] move that task with [schedule.Scheduler.Reset]
+// while its deadline has not passed, which allocates nothing and moves no
+// timer of the runtime; a deadline set anew after one passed, or after
+// none was set, schedules a new task. When the task comes due, it sets the
 // real socket's read or write deadline, whichever has passed, to a time in
 // the past, so that blocked and later I/O on that side fails exactly as it
 // does when the runtime's own deadline passes.
 //
-// Wrap a listener, and every connection it accepts is served:
+// Wrap a listener ([NewListener]), and every connection it accepts is
+// served; [NewConn] wraps one connection:
 //
 //	s, _ := schedule.New(4)
 //	defer s.Shutdown() // after the server and its connections are closed
@@ -24,7 +26,7 @@
 //
 // # The deadline contract
 //
-// A wrapped Conn keeps the net.Conn deadline contract:
+// A wrapped [Conn] keeps the [net.Conn] deadline contract:
 //
 //   - I/O past a deadline fails with an error that wraps
 //     [os.ErrDeadlineExceeded] and whose [net.Error] Timeout method reports true:
@@ -38,8 +40,8 @@
 //     of the two.
 //   - The zero time clears a deadline; with neither deadline set, the
 //     connection holds no task.
-//   - Close cancels the task. The Scheduler then holds no reference to the
-//     connection (once a job already running for it has returned).
+//   - [Conn.Close] cancels the task. The Scheduler then holds no reference
+//     to the connection (once a job already running for it has returned).
 //
 // A deadline passes when the Scheduler's job for it runs: as promptly as
 // any Go timer, plus the hand-over to one of the Scheduler's workers. The
@@ -49,8 +51,7 @@
 // # The Scheduler's life
 //
 // The Scheduler must outlive the connections it serves. After
-// [schedule.Scheduler.Shutdown] a
-// Conn sets its deadlines on the real socket instead, as an unwrapped
-// connection does, but a deadline that was pending on the Scheduler when it
-// shut down never passes.
+// [schedule.Scheduler.Shutdown] a Conn sets its deadlines on the real
+// socket instead, as an unwrapped connection does, but a deadline that was
+// pending on the Scheduler when it shut down never passes.
 package netdeadline

@@ -6,17 +6,17 @@ import (
 	"github.com/go-schedule/schedule"
 )
 
-// Listener is a net.Listener whose Accept returns connections wrapped by
-// NewConn, all served by one Scheduler. Close and Addr are the wrapped
-// listener's.
+// Listener is a [net.Listener] whose Accept returns connections wrapped
+// as [NewConn] wraps them, all served by one [schedule.Scheduler]. Close
+// and Addr are the wrapped listener's.
 type Listener struct {
 	net.Listener
 	s *schedule.Scheduler
 }
 
 // NewListener returns l wrapped so that every connection it accepts keeps
-// its deadlines on s. It returns ErrNilListener for a nil l and
-// ErrNilScheduler for a nil s.
+// its deadlines on s. It returns [ErrNilListener] for a nil l and
+// [ErrNilScheduler] for a nil s.
 func NewListener(l net.Listener, s *schedule.Scheduler) (*Listener, error) {
 	if l == nil {
 		return nil, ErrNilListener
@@ -27,7 +27,8 @@ func NewListener(l net.Listener, s *schedule.Scheduler) (*Listener, error) {
 	return &Listener{Listener: l, s: s}, nil
 }
 
-// Accept waits for the next connection and returns it wrapped, as a *Conn.
+// Accept waits for the next connection and returns it wrapped, as a
+// [*Conn].
 // It returns the wrapped listener's errors unchanged.
 func (l *Listener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
