@@ -20,8 +20,8 @@ const DefaultQueue = "default"
 const markerTTL = 10 * time.Minute
 
 var (
-	// ErrExists is returned by AddUnique when the key is pending or
-	// running.
+	// ErrExists is returned by [Client.AddUnique] when the key is pending
+	// or running.
 	ErrExists = errors.New("jobs: the job is pending or running")
 	// ErrInvalidReplicas is returned for replicas outside 1..5.
 	ErrInvalidReplicas = errors.New("jobs: replicas are 1 to 5")
@@ -30,7 +30,7 @@ var (
 // Config names a queue and how its buckets are made.
 type Config struct {
 	// Queue is the queue's name, [A-Za-z0-9_-]{1,64}; empty means
-	// DefaultQueue. Clients and workers of different queues never see each
+	// [DefaultQueue]. Clients and workers of different queues never see each
 	// other's jobs.
 	Queue string
 	// Replicas is the replica count of the buckets Open creates when they
@@ -49,8 +49,8 @@ type Client struct {
 }
 
 // Open returns a Client of cfg's queue on nc, creating the queue's buckets
-// if they are missing. It returns ErrInvalidName or ErrInvalidReplicas for
-// a bad cfg, and the engine's error if the buckets cannot be found or made
+// if they are missing. It returns [ErrInvalidName] or [ErrInvalidReplicas]
+// for a bad cfg, and the engine's error if the buckets cannot be found or made
 // before ctx ends.
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Client, error) {
 	if cfg.Queue == "" {
@@ -91,7 +91,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Client, error) {
 // Queue returns the client's queue.
 func (c *Client) Queue() string { return c.queue }
 
-// Info is what Get tells about a job.
+// Info is what [Client.Get] tells about a job.
 type Info struct {
 	Key   string
 	State State
@@ -124,7 +124,8 @@ func pendingValue(due time.Time, payload []byte) []byte {
 // payload, replacing any job key, even one whose attempt is running: the
 // replacement starts again at attempt 1, and the running attempt's end
 // records nothing. A due time now or past makes the job due at once. It
-// returns ErrInvalidKey or ErrPayloadTooLarge for bad input.
+// returns [ErrInvalidKey] or [ErrPayloadTooLarge] for bad input, and the
+// engine's error if the write fails.
 func (c *Client) Add(ctx context.Context, key string, due time.Time, payload []byte) error {
 	if err := check(key, payload); err != nil {
 		return err
@@ -133,8 +134,9 @@ func (c *Client) Add(ctx context.Context, key string, due time.Time, payload []b
 	return err
 }
 
-// AddUnique is Add that leaves a pending or running job key alone and
-// returns ErrExists for it; a dead job key is replaced.
+// AddUnique is [Client.Add] that leaves a pending or running job key alone
+// and returns [ErrExists] for it; a dead job key (or a record that is not a
+// job's) is replaced.
 func (c *Client) AddUnique(ctx context.Context, key string, due time.Time, payload []byte) error {
 	if err := check(key, payload); err != nil {
 		return err
@@ -167,7 +169,8 @@ func (c *Client) AddUnique(ctx context.Context, key string, due time.Time, paylo
 // Cancel removes job key whatever its state and reports whether it
 // existed (pending, running or dead). No attempt of key starts afterwards
 // until it is added again; an attempt already running runs to its end,
-// which records nothing (its worker reports it superseded).
+// which records nothing (its worker reports it [EventSuperseded]). It
+// returns [ErrInvalidKey] for a bad key.
 func (c *Client) Cancel(ctx context.Context, key string) (bool, error) {
 	if !ValidKey(key) {
 		return false, ErrInvalidKey
@@ -185,7 +188,8 @@ func (c *Client) Cancel(ctx context.Context, key string) (bool, error) {
 }
 
 // Get returns what the engine holds about job key. A job never added,
-// done, or cancelled is StateUnknown.
+// done, or cancelled is [StateUnknown], and so is a record that is not a
+// job's. It returns [ErrInvalidKey] for a bad key.
 func (c *Client) Get(ctx context.Context, key string) (Info, error) {
 	if !ValidKey(key) {
 		return Info{}, ErrInvalidKey
@@ -208,12 +212,13 @@ func (c *Client) Get(ctx context.Context, key string) (Info, error) {
 	return in, nil
 }
 
-// Loader adds jobs as Add does, many in flight at once: each Add publishes
-// without waiting for the engine's answer, and Wait waits for them all.
-// The adds in flight are bounded (maxInFlight): an Add past the bound
-// first waits for the oldest half, so a Loader's memory does not grow with
-// the number of jobs it adds. A Loader is for one goroutine; up to four
-// Loaders of one Client may run at once.
+// Loader adds jobs as [Client.Add] does, many in flight at once: each
+// [Loader.Add] publishes without waiting for the engine's answer, and
+// [Loader.Wait] waits for them all. The adds in flight are bounded: an Add
+// that finds the bound reached first waits for the answers to the oldest
+// half, so a Loader's memory does not grow with the number of jobs it
+// adds. A Loader is for one goroutine; up to four Loaders of one Client
+// may run at once.
 type Loader struct {
 	c      *Client
 	prefix string
@@ -238,9 +243,10 @@ func (c *Client) NewLoader() *Loader {
 	return &Loader{c: c, prefix: "$KV." + c.jobs.Bucket() + "."}
 }
 
-// Add publishes job key, as Client.Add would write it. It returns
-// ErrInvalidKey or ErrPayloadTooLarge for bad input (nothing is sent), or
-// an error of the publish itself.
+// Add publishes job key, as [Client.Add] would write it. It returns
+// [ErrInvalidKey] or [ErrPayloadTooLarge] for bad input (nothing is sent),
+// or an error of the publish itself. A failure among the answers it waits
+// for at the bound is not returned here: [Loader.Wait] counts it.
 func (l *Loader) Add(ctx context.Context, key string, due time.Time, payload []byte) error {
 	if err := check(key, payload); err != nil {
 		return err
@@ -276,8 +282,10 @@ func (l *Loader) settle(ctx context.Context, n int) {
 	l.futs = append(l.futs[:0], l.futs[n:]...)
 }
 
-// Wait waits for the answer to every Add and returns how many failed and
-// the first failure.
+// Wait waits for the answer to every [Loader.Add] and returns how many
+// failed and the first failure. If ctx ends first, every add still
+// unanswered counts as failed, with ctx's error. The Loader can be used
+// again afterwards; its count and first failure are kept.
 func (l *Loader) Wait(ctx context.Context) (failed int, err error) {
 	l.settle(ctx, len(l.futs))
 	return l.failed, l.err

@@ -5,7 +5,7 @@
 // Producers use a [Client] ([Client.Add], [Client.AddUnique],
 // [Client.Cancel], [Client.Get], and [Client.NewLoader] for bulk adds)
 // without running a worker. Workers ([Client.StartWorker]) run a
-// [Handler] for each attempt on a go-schedule scheduler and its ants pool.
+// [Handler] for each attempt on a [schedule.Scheduler] and its ants pool.
 //
 // # Buckets, keys and records
 //
@@ -13,7 +13,7 @@
 //
 //   - "jobs-Q" holds one record per job, history 1. Its key is the job's
 //     partition (two hex digits, FNV-1a of the key modulo [Partitions]), a
-//     dot, and the job key escaped by presence.EncodeKey ("a b" in
+//     dot, and the job key escaped by [presence.EncodeKey] ("a b" in
 //     partition 0x12 is "12.a_20b"). The value is a JSON header line, then
 //     the payload's bytes as given:
 //

@@ -18,7 +18,7 @@ const MaxPayload = 64 << 10
 
 // Partitions is how many partitions a queue's jobs are spread over. A job's
 // partition is a hash of its key; each live worker holds the partitions
-// that rendezvous hashing gives it (see Worker). It is part of the wire
+// that rendezvous hashing gives it (see [Worker]). It is part of the wire
 // format: changing it moves every stored job to another key.
 const Partitions = 32
 
@@ -27,16 +27,16 @@ const maxName = 64
 
 var (
 	// ErrInvalidKey is returned for a key that is empty, longer than
-	// MaxKey bytes or not valid UTF-8.
+	// [MaxKey] bytes or not valid UTF-8.
 	ErrInvalidKey = errors.New("jobs: a key is 1 to 256 bytes of UTF-8")
-	// ErrPayloadTooLarge is returned for a payload over MaxPayload bytes.
+	// ErrPayloadTooLarge is returned for a payload over [MaxPayload] bytes.
 	ErrPayloadTooLarge = errors.New("jobs: a payload is at most 64 KiB")
 	// ErrInvalidName is returned for a queue or node name that is not 1 to
 	// 64 characters of [A-Za-z0-9_-].
 	ErrInvalidName = errors.New("jobs: a queue or node name is 1 to 64 characters of [A-Za-z0-9_-]")
 )
 
-// ValidKey reports whether key is a job key: 1 to MaxKey bytes of valid
+// ValidKey reports whether key is a job key: 1 to [MaxKey] bytes of valid
 // UTF-8. Any such string is a key, spaces, dots, '*', '>' and non-ASCII
 // included; case matters.
 func ValidKey(key string) bool {

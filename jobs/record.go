@@ -9,7 +9,7 @@ import (
 type State string
 
 // The states of a job. A job that is done, cancelled or never added has no
-// record; Get reports it as StateUnknown.
+// record; [Client.Get] reports it as [StateUnknown].
 const (
 	StatePending State = "pending"
 	StateRunning State = "running"

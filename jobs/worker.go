@@ -16,14 +16,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Defaults of WorkerConfig.
+// Defaults of [WorkerConfig].
 const (
 	DefaultLease   = 15 * time.Second
 	DefaultWorkers = 16
 )
 
 // DefaultRetry is the waits after failed attempts 1 to 5 when
-// WorkerConfig.Retry is nil.
+// [WorkerConfig.Retry] is nil.
 var DefaultRetry = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second}
 
 // opTimeout bounds one engine request of an attempt (its start or end
@@ -65,7 +65,7 @@ type Job struct {
 
 // Handler runs one attempt. A nil error makes the job done; an error (or a
 // panic) makes it due again after the next retry wait, or dead when none
-// is left. ctx ends when the worker abandons the attempt (Worker.Stop's
+// is left. ctx ends when the worker abandons the attempt ([Worker.Stop]'s
 // grace ran out): a handler should then return soon.
 type Handler func(ctx context.Context, j Job) error
 
@@ -82,7 +82,10 @@ const (
 )
 
 // Event reports an attempt's start or end. Each start is followed by one
-// end event, unless the worker abandons the attempt.
+// end event, unless the worker abandons the attempt ([Worker.Stop]'s grace
+// ran out) or the engine left its end unrecorded for a minute of tries (a
+// warning on [WorkerConfig.Logger]); such an attempt starts again once the
+// worker's lease is gone.
 type Event struct {
 	Kind    EventKind
 	Key     string
@@ -100,18 +103,20 @@ type WorkerConfig struct {
 	// life. Two live workers must not share a name.
 	Node string
 	// Lease is how long a worker killed without warning holds its jobs:
-	// whole seconds, at least 1s; 0 means DefaultLease.
+	// whole seconds, at least 1s; 0 means [DefaultLease].
 	Lease time.Duration
-	// Workers is how many attempts run at once; 0 means DefaultWorkers.
+	// Workers is how many attempts run at once; 0 means [DefaultWorkers].
 	Workers int
 	// Retry holds the waits after failed attempts: attempt N+1 is due
 	// Retry[N-1] after attempt N failed, and a failure with no wait left
-	// makes the job dead. Nil means DefaultRetry; empty means no retries.
+	// makes the job dead. Nil means [DefaultRetry]; empty means no retries.
 	Retry []time.Duration
 	// Handler runs the attempts; required.
 	Handler Handler
 	// OnEvent, if not nil, is called for every start and end, from the
-	// goroutine of the attempt.
+	// goroutine of the attempt: calls for different attempts run
+	// concurrently, so OnEvent must be safe for concurrent use, and an
+	// attempt's end is recorded before its end event is reported.
 	OnEvent func(Event)
 	// Logger receives what the worker cannot report otherwise; nil means
 	// slog.Default().
@@ -169,7 +174,8 @@ type partWatch struct {
 }
 
 // Worker runs the jobs of the partitions it holds. Start it with
-// Client.StartWorker and stop it with Stop.
+// [Client.StartWorker] and stop it with [Worker.Stop]. Its methods are safe
+// for concurrent use.
 type Worker struct {
 	c     *Client
 	cfg   WorkerConfig
@@ -213,10 +219,14 @@ type Worker struct {
 }
 
 // StartWorker registers a worker of the client's queue and starts taking
-// jobs: it returns once the worker holds its lease and has started
-// watching its partitions. It returns ErrInvalidName, ErrInvalidLease,
-// ErrInvalidWorkers, ErrInvalidRetry or ErrNilHandler for a bad cfg, and
-// the engine's error if it cannot register before ctx ends.
+// jobs: it returns once the worker holds its lease, has read the leases
+// there are, and has asked for the watches of the partitions they give
+// it. A partition whose watch the engine refuses is logged to
+// [WorkerConfig.Logger] and asked for again every third of a lease; it
+// does not make StartWorker fail. It returns [ErrInvalidName],
+// [ErrInvalidLease], [ErrInvalidWorkers], [ErrInvalidRetry] or
+// [ErrNilHandler] for a bad cfg, and the engine's error if it cannot
+// register before ctx ends or cannot watch the leases.
 func (c *Client) StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -810,7 +820,9 @@ func (w *Worker) currentEpoch() string {
 	return w.epoch
 }
 
-// Pending returns how many jobs of its partitions the worker holds.
+// Pending returns how many jobs of its partitions the worker keeps track
+// of: pending ones, and running ones, wherever they run. A dead job is not
+// counted.
 func (w *Worker) Pending() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -823,8 +835,9 @@ func (w *Worker) Pending() int {
 // grace ends, for its running attempts to end and record their ends. It
 // abandons those still running (their handlers' context ends and their
 // ends are not recorded), removes its lease, so that they start again on a
-// live worker, and returns. It returns ctx's error if attempts were
-// abandoned. Stop is idempotent.
+// live worker, and returns. It returns grace's error if grace ended
+// before the running attempts did, and nil otherwise. Stop is idempotent:
+// a later call returns, once the first has, what the first returned.
 func (w *Worker) Stop(grace context.Context) error {
 	w.stopOnce.Do(func() { w.stopErr = w.stop(grace) })
 	return w.stopErr

@@ -5,8 +5,9 @@
 // number is at most K; any other payload succeeds at once. It prints one
 // JSON object per line on stdout (times in Unix milliseconds): ready,
 // start and the end of every attempt (done, fail, dead or superseded), and
-// stopped on SIGTERM or SIGINT. Bad flags exit 2; an engine it cannot
-// reach at start exits 1.
+// stopped on SIGTERM or SIGINT, after which it exits 0. Bad flags exit 2;
+// an engine it cannot reach at start (or an embedded server that cannot
+// start) exits 1.
 package main
 
 import (
