@@ -60,8 +60,10 @@ const attemptWithin = 2 * time.Second
 // offline with reason shutdown if the engine answered in time). The
 // caller then closes the device's
 // connection. end is not called after the caller's own Offline. It may be
-// nil. Connect returns ErrInvalidDeviceID, ErrClosed, ErrSuperseded when a
-// still newer connection won meanwhile, or ctx's error.
+// nil. Connect returns [ErrInvalidDeviceID], [ErrClosed], [ErrSuperseded]
+// when a still newer connection won meanwhile or the node's lease was lost
+// while it wrote (the record is then not this node's to keep), or ctx's
+// error.
 func (n *Node) Connect(ctx context.Context, device string, end func(error)) (*Conn, error) {
 	if !ValidDeviceID(device) {
 		return nil, ErrInvalidDeviceID

@@ -1,8 +1,8 @@
 // Package presence records which devices are online, and at which gateway
 // node, for a whole fleet of gateways, in NATS JetStream key-value buckets.
 //
-// Each gateway keeps its devices' heartbeats local (a heartbeat.Monitor on
-// a go-schedule scheduler); only state changes reach the engine: a device
+// Each gateway keeps its devices' heartbeats local (a
+// [github.com/go-schedule/schedule/heartbeat.Monitor] on a go-schedule scheduler); only state changes reach the engine: a device
 // that says hello is recorded online, a device that goes silent, closes its
 // connection or is shut down with its node is recorded offline, and the
 // devices of a node that dies are recorded offline by another node.
@@ -39,7 +39,7 @@
 //     meanwhile would only fail on the revision the first one moved. The
 //     bucket keeps an expiry marker for an hour (LimitMarkerTTL).
 //
-// Open and OpenStore create the buckets when they are missing, with
+// [Open] and [OpenStore] create the buckets when they are missing, with
 // [Config].Replicas replicas; nodes that start together on a new cluster
 // all bind to the one pair of buckets, within seconds (package
 // [github.com/go-schedule/schedule/presence/ensure] retries the requests
@@ -124,7 +124,7 @@
 // in the node. A connect storm of tens of thousands of devices thus adds
 // a few dozen requests to the node's connection, not tens of thousands.
 // The lease goes over a second connection that Open dials with the
-// caller's connection's options (nats.Conn.Opts) and Close closes, so
+// caller's connection's options ([nats.Conn.Opts]) and [Node.Close] closes, so
 // that a refresh's answer never waits behind what streams to the node on
 // the first: a scan of every record delivers tens of thousands of
 // messages to the reaper. The lease is refreshed only while the caller's
@@ -151,25 +151,27 @@
 //   - A live node: one lease write per third of a lease, delivered to every
 //     node's watch (n² deliveries for n nodes), and one listing of the
 //     nodes bucket (n entries, through a short-lived consumer) per lease.
-//   - The reconcile scan: every record once per ScanEvery, by the reaper.
+//   - The reconcile scan: every record once per [Config].ScanEvery, by the
+//     reaper.
 //   - A node lost: one scan by the reaper and one write per device.
 //
 // # Plugging it in
 //
-// The package depends on go-schedule's root module and NATS only. The
+// The package depends on NATS only: it imports no go-schedule package
+// (its examples and tests use the root module and heartbeat). The
 // integrations are calls a gateway makes from what it has, so that this
 // package builds neither mochi nor gnet:
 //
-//   - a heartbeat.Monitor keyed by *Conn: Beat on every packet, and an
-//     expiry callback that calls Conn.Offline(ReasonTimeout) and closes
-//     the socket (ExampleNode_Connect; it uses only heartbeat.New, Beat
-//     and Forget);
+//   - a heartbeat.Monitor keyed by *[Conn]: Beat on every packet, and an
+//     expiry callback that calls [Conn.Offline] with [ReasonTimeout] and
+//     closes the socket (the example of [Node.Connect], which uses only
+//     heartbeat.New and Beat);
 //   - a gnetidle Handler runs on the connection's event loop, which must
 //     not wait for the engine: it starts go c.Offline(ctx, ReasonTimeout)
 //     and returns gnet.Close;
 //   - a mochi-mqtt broker adds the hook of package mqttpresence, a
 //     package of its own for the same reason.
 //
-// Connect and Offline wait for the engine (a round trip, longer while it
-// is away); call them where waiting is allowed.
+// [Node.Connect] and [Conn.Offline] wait for the engine (a round trip,
+// longer while it is away); call them where waiting is allowed.
 package presence

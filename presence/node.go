@@ -443,6 +443,11 @@ func (n *Node) Connections() int {
 // could not record is left to the other nodes, which record it node_lost
 // once the lease ends.
 //
+// Close returns the first error of those writes other than [ErrSuperseded],
+// [ErrLeaseLost] and [ErrClosed] (ctx's error if ctx ended first), else the
+// error of giving up the lease (a lease another life of the node took
+// over is none).
+//
 // Close is idempotent: a later call records nothing, waits until the
 // first has returned (or ctx ends) and returns 0 and nil (or ctx's error).
 func (n *Node) Close(ctx context.Context) (int, error) {

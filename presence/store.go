@@ -102,11 +102,11 @@ func bindKeyValue(ctx context.Context, js jetstream.JetStream, bucket string) (j
 // buckets.
 var ErrNoBuckets = errors.New("presence: the buckets do not exist yet")
 
-// ErrNotFound is returned by Lookup for a device that has no record.
+// ErrNotFound is returned by [Store.Lookup] for a device that has no record.
 var ErrNotFound = errors.New("presence: no record of the device")
 
-// Lookup returns device's current record, ErrNotFound if it has none, or
-// ErrInvalidDeviceID.
+// Lookup returns device's current record, [ErrNotFound] if it has none,
+// [ErrInvalidDeviceID] for a bad id, or the engine's error.
 func (st *Store) Lookup(ctx context.Context, device string) (Record, error) {
 	if !ValidDeviceID(device) {
 		return Record{}, ErrInvalidDeviceID
@@ -297,10 +297,12 @@ func scan(ctx context.Context, kv jetstream.KeyValue, stall time.Duration, fn fu
 // nothing for a lease.
 var errStalled = errors.New("presence: the engine answered nothing for a lease")
 
-// Prune removes the records of devices offline since before t and reports
-// how many it removed. Each removal compares the revision it read, so a
-// device that comes online meanwhile keeps its record. A pruned device
-// that connects again gets a new record.
+// Prune removes the records of devices recorded offline at a time (by the
+// writer's clock, [Record].At) earlier than before, and reports how many it
+// removed; on an error of the engine it returns that error and how many it
+// had removed. Each removal compares the revision it read, so a device
+// that comes online meanwhile keeps its record. A pruned device that
+// connects again gets a new record.
 func (st *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 	recs, err := st.scanRecords(ctx, 0, func(r Record) bool {
 		return r.State == Offline && r.At.Before(before)

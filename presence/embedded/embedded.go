@@ -32,7 +32,10 @@ type Options struct {
 	// and a free port.
 	Host string
 	Port int
-	// StoreDir holds JetStream's data; required.
+	// StoreDir holds JetStream's data. Set it: Start does not check it,
+	// and empty leaves the choice to the server, which then stores under
+	// the system's temporary directory, in the one place every such server
+	// shares.
 	StoreDir string
 	// Cluster, when its Port is not 0, joins the server to a cluster of
 	// the given name, listening for routes on Host:Port, with Routes.
@@ -47,7 +50,9 @@ type ClusterOptions struct {
 	Routes []string // nats-route://host:port of every server
 }
 
-// Start starts a server and returns it once it accepts clients. The
+// Start starts a server and returns it once it accepts clients. It
+// returns the server's error for options it refuses, and [ErrNotReady]
+// (having stopped the server) if its listeners are not up in time. The
 // caller ends it with Shutdown and WaitForShutdown.
 func Start(o Options) (*server.Server, error) {
 	if o.Name == "" {
@@ -101,9 +106,9 @@ const clusterTries = 3
 // It returns them once JetStream has a meta leader with all n servers as
 // its peers, so that a replicated stream can be created at once:
 // listeners being up, all that Start waits for, is not enough for that.
-// It returns ErrNotReady if a server does not start (after trying new
-// ports twice) and ErrNoMetaLeader if no leader is elected within twenty
-// seconds; on an error no server is left running. The caller ends each
+// It returns [ErrNotReady] if a server does not start (after trying new
+// ports twice), [ErrNoMetaLeader] if no leader is elected within twenty
+// seconds, and the server's error for options it refuses; on an error no server is left running. The caller ends each
 // server with Shutdown and WaitForShutdown.
 func StartCluster(name string, n int, dir string) ([]*server.Server, error) {
 	var err error
