@@ -5,8 +5,11 @@
 //
 // Each collector reads a snapshot the library already keeps, as
 // client_golang's collectors.NewDBStatsCollector reads [database/sql.DBStats]: Collect
-// sends constant metrics built from one reading and changes nothing, so two
-// Prometheus servers scraping one process see the same counts. Counters end
+// sends constant metrics built from one reading and resets nothing, so two
+// Prometheus servers scraping one process see the same counts. The one
+// thing a Collect may change is a scheduler's wake-up count: it reads
+// [schedule.Scheduler.Stats], which may wake the scheduler (see
+// [NewCollector]). Counters end
 // in _total, durations are in seconds, and job-start lateness is a
 // histogram with its count, sum and cumulative buckets.
 //
