@@ -97,7 +97,7 @@ type KeepAlive struct {
 // package documentation).
 //
 // With a nil s, the hook's Init, and so AddHook, returns
-// heartbeat.ErrNilScheduler.
+// [heartbeat.ErrNilScheduler].
 func NewKeepAlive(s *schedule.Scheduler) *KeepAlive {
 	k := new(KeepAlive)
 	k.mon, k.err = heartbeat.New(s, defaultTimeout, k.expire)
@@ -166,7 +166,8 @@ func (k *KeepAlive) expire(cl *mochi.Client) {
 }
 
 // Len returns the number of clients watched now: those connected with a
-// Keep Alive other than zero.
+// Keep Alive other than zero while the Scheduler ran. It returns 0 once the
+// Scheduler is shut down, when no client is timed out any more.
 func (k *KeepAlive) Len() int {
 	if k.mon == nil {
 		return 0
