@@ -8,9 +8,11 @@
 //
 // A [Detector] keeps one task on a [schedule.Scheduler] per connection,
 // whatever idle states are enabled: the task is due at the earliest of the
-// connection's idle deadlines, and each read pushes it out with one
+// connection's idle deadlines, and a read that moves the earliest of them
+// (one of a state that is timed) pushes it out with one
 // [schedule.Scheduler.Reset], a postponement, which allocates nothing and
-// sends the scheduler no request. When it comes due, a job on the
+// sends the scheduler no request; a read while the task is on its way to
+// the event loop schedules it anew. When it comes due, a job on the
 // scheduler's pool hands the connection back to its own event loop
 // (gnet's EventLoop.Execute), which checks what is really idle and calls
 // the [Handler] there. The Handler therefore runs on the connection's event
