@@ -31,14 +31,14 @@ type Config struct {
 	// among the live nodes of the fleet.
 	Node string
 	// Lease is how long the node may be silent before the others declare
-	// it lost: whole seconds, at least 1s. Zero means DefaultLease.
+	// it lost: whole seconds, at least 1s. Zero means [DefaultLease].
 	Lease time.Duration
 	// Replicas is the replica count of the buckets Open creates when they
 	// are missing: 1 to 5. Zero means 1. Existing buckets are used as
 	// they are.
 	Replicas int
 	// Prefix names the buckets ("<prefix>-devices", "<prefix>-nodes")
-	// and the kick subject. Empty means DefaultPrefix.
+	// and the kick subject. Empty means [DefaultPrefix].
 	Prefix string
 	// ScanEvery is how often the live node with the smallest id scans
 	// every record for devices online at a node without a lease. Zero

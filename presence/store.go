@@ -19,7 +19,7 @@ type Store struct {
 	nodes   jetstream.KeyValue
 }
 
-// OpenStore binds to the buckets named by prefix (empty: DefaultPrefix),
+// OpenStore binds to the buckets named by prefix (empty: [DefaultPrefix]),
 // creating them with replicas replicas (0: 1) if they are missing; buckets
 // that exist are used as they are. Callers that open at once all get the
 // same buckets, as [ensure.KeyValue] promises. It returns
@@ -65,10 +65,10 @@ func nodesBucket(prefix string, replicas int) jetstream.KeyValueConfig {
 	}
 }
 
-// BindStore binds to the buckets named by prefix (empty: DefaultPrefix)
+// BindStore binds to the buckets named by prefix (empty: [DefaultPrefix])
 // without creating them: a consumer that starts before any gateway must
-// not decide the buckets' replicas. It returns ErrNoBuckets while they are
-// missing, ErrNilJetStream, or the engine's error.
+// not decide the buckets' replicas. It returns [ErrNoBuckets] while they
+// are missing, [ErrNilJetStream], or the engine's error.
 func BindStore(ctx context.Context, js jetstream.JetStream, prefix string) (*Store, error) {
 	if js == nil {
 		return nil, ErrNilJetStream
