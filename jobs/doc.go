@@ -1,6 +1,6 @@
 // Package jobs runs durable delayed jobs on NATS JetStream: jobs that
-// outlive their process, are found again by their key, and start within
-// milliseconds of their due time on whichever worker of a fleet is alive.
+// outlive their process, are found again by their key, and start at their
+// due time, never before it, on whichever worker of a fleet is alive.
 //
 // Producers use a [Client] ([Client.Add], [Client.AddUnique],
 // [Client.Cancel], [Client.Get], and [Client.NewLoader] for bulk adds)
