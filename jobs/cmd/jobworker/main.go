@@ -4,7 +4,9 @@
 // {"fail":K,"sleep":"D"} makes each attempt sleep D and fail while its
 // number is at most K; any other payload succeeds at once. It prints one
 // JSON object per line on stdout (times in Unix milliseconds): ready,
-// start and the end of every attempt (done, fail, dead or superseded), and
+// start and the end of every attempt (done, fail, dead or superseded; no
+// end for an attempt abandoned past -grace or whose end the engine would
+// not record), and
 // stopped on SIGTERM or SIGINT, after which it exits 0. Bad flags exit 2;
 // an engine it cannot reach at start (or an embedded server that cannot
 // start) exits 1.
