@@ -6,10 +6,9 @@
 // JSON object per line on stdout (times in Unix milliseconds): ready,
 // start and the end of every attempt (done, fail, dead or superseded; no
 // end for an attempt abandoned past -grace or whose end the engine would
-// not record), and
-// stopped on SIGTERM or SIGINT, after which it exits 0. Bad flags exit 2;
-// an engine it cannot reach at start (or an embedded server that cannot
-// start) exits 1.
+// not record), and stopped on SIGTERM or SIGINT, after which it exits 0.
+// Bad flags exit 2; an engine it cannot reach at start (or an embedded
+// server that cannot start) exits 1.
 package main
 
 import (
