@@ -42,7 +42,7 @@ type Config struct {
 	Prefix string
 	// ScanEvery is how often the live node with the smallest id scans
 	// every record for devices online at a node without a lease. Zero
-	// means four leases, at least a minute.
+	// (or a negative duration) means four leases, at least a minute.
 	ScanEvery time.Duration
 	// Logger receives what the node does about its lease and reaping.
 	// Nil discards it.
