@@ -1,6 +1,6 @@
 // Package embedded runs a NATS server with JetStream inside the process
 // ([Start]), or a cluster of them ([StartCluster]): the engine of a single
-// presence node, and of the tests. It is a package of its own so that
+// presence node or jobs worker, and of the tests. It is a package of its own so that
 // gateways that use a real NATS cluster do not build the server into
 // their binary.
 package embedded
