@@ -176,15 +176,25 @@ func (c *Client) Cancel(ctx context.Context, key string) (bool, error) {
 		return false, ErrInvalidKey
 	}
 	k := kvKey(key)
-	_, err := c.jobs.Get(ctx, k)
-	existed := err == nil
-	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return false, err
+	for {
+		e, err := c.jobs.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		// The purge applies only to the record read, so that true means
+		// this call removed a job: one that ended meanwhile (done, its
+		// record purged by its worker) is read again and reported gone.
+		err = c.jobs.Purge(ctx, k, jetstream.PurgeTTL(markerTTL), jetstream.LastRevision(e.Revision()))
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return false, err
+		}
 	}
-	if !existed {
-		return false, nil
-	}
-	return true, c.jobs.Purge(ctx, k, jetstream.PurgeTTL(markerTTL))
 }
 
 // Get returns what the engine holds about job key. A job never added,

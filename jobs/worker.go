@@ -142,6 +142,9 @@ func (c *WorkerConfig) validate() error {
 	if c.Retry == nil {
 		c.Retry = DefaultRetry
 	}
+	// The worker keeps a copy: neither a later change to DefaultRetry nor
+	// one to the caller's slice reaches a running worker.
+	c.Retry = slices.Clone(c.Retry)
 	for _, d := range c.Retry {
 		if d <= 0 {
 			return ErrInvalidRetry

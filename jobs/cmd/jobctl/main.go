@@ -24,13 +24,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-schedule/schedule/jobs"
+	"github.com/go-schedule/schedule/jobs/internal/dial"
 	"github.com/go-schedule/schedule/jobs/internal/jsonl"
 	"github.com/nats-io/nats.go"
 )
-
-// within bounds the whole exchange with the engine of add, cancel and get;
-// the contract allows 15 s before an unreachable engine is reported.
-const within = 12 * time.Second
 
 // loadWithin bounds a load.
 const loadWithin = 10 * time.Minute
@@ -101,7 +98,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, "jobctl add", err)
 		}
-		return withClient(g, stderr, within, func(ctx context.Context, c *jobs.Client) int {
+		return withClient(g, stderr, dial.Within, func(ctx context.Context, c *jobs.Client) int {
 			add := c.Add
 			if unique {
 				add = c.AddUnique
@@ -126,7 +123,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, "jobctl "+cmd, err)
 		}
-		return withClient(g, stderr, within, func(ctx context.Context, c *jobs.Client) int {
+		return withClient(g, stderr, dial.Within, func(ctx context.Context, c *jobs.Client) int {
 			if cmd == "cancel" {
 				existed, err := c.Cancel(ctx, key)
 				if err != nil {
@@ -356,15 +353,16 @@ func parseLine(b []byte, now time.Time) (job, error) {
 // withClient connects to the engine and runs fn with a client; an engine
 // it cannot reach within bound exits 1, naming the URLs.
 func withClient(g global, stderr io.Writer, bound time.Duration, fn func(context.Context, *jobs.Client) int) int {
-	nc, err := nats.Connect(g.urls, nats.Timeout(5*time.Second))
+	started := time.Now()
+	nc, err := nats.Connect(g.urls, nats.Timeout(dial.Timeout(g.urls)))
 	if err != nil {
 		fmt.Fprintf(stderr, "jobctl: cannot reach NATS at %s: %v\n", g.urls, err)
 		return exitEngine
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithDeadline(context.Background(), started.Add(bound))
 	defer cancel()
-	octx, ocancel := context.WithTimeout(ctx, within)
+	octx, ocancel := context.WithDeadline(ctx, started.Add(dial.Within))
 	defer ocancel()
 	c, err := jobs.Open(octx, nc, jobs.Config{Queue: g.queue, Replicas: g.replicas})
 	if err != nil {

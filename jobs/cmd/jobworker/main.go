@@ -25,14 +25,11 @@ import (
 	"time"
 
 	"github.com/go-schedule/schedule/jobs"
+	"github.com/go-schedule/schedule/jobs/internal/dial"
 	"github.com/go-schedule/schedule/jobs/internal/jsonl"
 	"github.com/go-schedule/schedule/presence/embedded"
 	"github.com/nats-io/nats.go"
 )
-
-// startWithin bounds connecting and registering at start; the contract
-// allows 15 s before an unreachable engine is reported.
-const startWithin = 12 * time.Second
 
 // config is what the flags say.
 type config struct {
@@ -142,13 +139,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		urls = s.ClientURL()
 		fmt.Fprintf(stdout, "nats on %s\n", urls)
 	}
-	nc, err := nats.Connect(urls, nats.Timeout(5*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	started := time.Now()
+	nc, err := nats.Connect(urls, nats.Timeout(dial.Timeout(urls)), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
 	if err != nil {
 		fmt.Fprintf(stderr, "jobworker: cannot reach NATS at %s: %v\n", urls, err)
 		return 1
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), startWithin)
+	ctx, cancel := context.WithDeadline(context.Background(), started.Add(dial.Within))
 	defer cancel()
 	cl, err := jobs.Open(ctx, nc, jobs.Config{Queue: c.queue, Replicas: c.replicas})
 	if err != nil {
