@@ -95,6 +95,10 @@ const clusterWithin = 20 * time.Second
 // within twenty seconds.
 var ErrNoMetaLeader = errors.New("embedded: no JetStream meta leader with every server a peer")
 
+// ErrClusterSize is returned by [StartCluster] for a cluster of fewer than
+// one server.
+var ErrClusterSize = errors.New("embedded: a cluster has at least one server")
+
 // clusterTries is how many times StartCluster picks new ports for a
 // server that could not listen: a port found free may be taken by another
 // socket before the server binds it.
@@ -106,11 +110,15 @@ const clusterTries = 3
 // It returns them once JetStream has a meta leader with all n servers as
 // its peers, so that a replicated stream can be created at once:
 // listeners being up, all that Start waits for, is not enough for that.
-// It returns [ErrNotReady] if a server does not start (after trying new
-// ports twice), [ErrNoMetaLeader] if no leader is elected within twenty
-// seconds, and the server's error for options it refuses; on an error no server is left running. The caller ends each
-// server with Shutdown and WaitForShutdown.
+// It returns [ErrClusterSize] for n below 1, [ErrNotReady] if a server
+// does not start (after trying new ports twice), [ErrNoMetaLeader] if no
+// leader is elected within twenty seconds, and the server's error for
+// options it refuses; on an error no server is left running. The caller
+// ends each server with Shutdown and WaitForShutdown.
 func StartCluster(name string, n int, dir string) ([]*server.Server, error) {
+	if n < 1 {
+		return nil, ErrClusterSize
+	}
 	var err error
 	for try := range clusterTries {
 		var servers []*server.Server
