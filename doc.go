@@ -27,10 +27,10 @@
 //
 // With [LazyCancel] (the default, package
 // [github.com/go-schedule/schedule/lazycancel]) [Scheduler.CancelTask] is
-// O(1), never waits and sends no request: it marks the task cancelled and
-// leaves its heap entry behind as a tombstone, which is discarded when it
-// reaches the top, or when tombstones pass a fixed share of the heap and
-// the heap is rebuilt. With [EagerCancel] (package
+// O(1), never waits for the scheduler and sends it no request: it marks the
+// task cancelled and leaves its heap entry behind as a tombstone, which is
+// discarded when it reaches the top, or when tombstones pass a fixed share
+// of the heap and the heap is rebuilt. With [EagerCancel] (package
 // [github.com/go-schedule/schedule/eagercancel]) the cancel asks the
 // scheduler to remove the entry at once, in O(log n), and the heap holds
 // exactly the live tasks.
@@ -60,9 +60,11 @@
 //   - A due job is never lost: it runs, or it is counted in [Stats].Dropped
 //     ([Scheduler.Shutdown], or a [WithPool] pool released under the
 //     scheduler).
-//   - Nothing a job does (panic, runtime.Goexit, blocking) and nothing a
-//     shared pool does stops later jobs from running or [Scheduler.Shutdown]
-//     from returning; the scheduler never waits inside ants.
+//   - A job that panics or ends its goroutine ([runtime.Goexit]) does not
+//     stop later jobs from running, and a job that blocks holds up only its
+//     own worker. Neither a job nor a shared pool (full, or released) keeps
+//     [Scheduler.Shutdown] from returning: the scheduler never waits inside
+//     ants.
 //   - A repeating task runs at start + k·interval, never overlaps itself and
 //     never bursts to catch up.
 //   - TaskIDs are never 0 and never reused, and an ID of one Scheduler does

@@ -18,7 +18,7 @@ import (
 // on them. The requests waiting to be applied are bounded, though: a call
 // that finds that bound reached, because calls come faster than the
 // scheduler applies them, waits until the scheduler has taken them, or
-// until Shutdown. The methods say which of them may wait so.
+// until [Scheduler.Shutdown]. The methods say which of them may wait so.
 type Scheduler struct {
 	// The parts (see the overview in doc.go) are laid out with a cache
 	// line between groups, so that a write on one path does not evict what
@@ -57,8 +57,8 @@ const poolSpare = 2
 // The bound holds with [WithPool] too: the Scheduler then occupies at most
 // workers of that pool's workers.
 //
-// Call Shutdown or [Scheduler.ShutdownContext] when done, to stop the scheduler's
-// goroutines and release its pool.
+// Call [Scheduler.Shutdown] or [Scheduler.ShutdownContext] when done, to
+// stop the scheduler's goroutines and release its pool.
 func New(workers int, opts ...Option) (*Scheduler, error) {
 	if workers <= 0 {
 		return nil, ErrInvalidWorkers
@@ -118,9 +118,9 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 // it as soon as a worker is free; a delay too long to represent (about 18
 // years from New) is accepted, and the job never comes due.
 //
-// It returns [ErrNilJob] for a nil job, [ErrShutdown] after Shutdown, and
-// [ErrTooManyTasks] when the scheduler is full. It may wait while requests
-// back up (see [Scheduler]).
+// It returns [ErrNilJob] for a nil job, [ErrShutdown] after
+// [Scheduler.Shutdown], and [ErrTooManyTasks] when the scheduler is full.
+// It may wait while requests back up (see [Scheduler]).
 func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -128,8 +128,8 @@ func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error)
 	return s.add(nil, job, delay, 0)
 }
 
-// ScheduleOneWith is ScheduleOne for a job that receives its own TaskID and
-// a value of the caller's: job(id, arg) runs once, delay from now.
+// ScheduleOneWith is [Scheduler.ScheduleOne] for a job that receives its
+// own [TaskID] and a value of the caller's: job(id, arg) runs once, delay from now.
 //
 // One job function can then serve every task, each with its own data,
 // without a closure per task: with arg a pointer (or a map, a channel, a
@@ -146,7 +146,7 @@ func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay
 	return s.add(job, arg, delay, 0)
 }
 
-// ScheduleAt runs job once, at the instant at: ScheduleOne for a deadline
+// ScheduleAt runs job once, at the instant at: [Scheduler.ScheduleOne] for a deadline
 // already known as a time, such as a lease's expiry or a message's
 // not-after. It is ScheduleOne(job, time.Until(at)): the delay is reckoned
 // when ScheduleAt is called, on the monotonic clock when at carries a
@@ -164,8 +164,8 @@ func (s *Scheduler) ScheduleAt(job func(), at time.Time) (TaskID, error) {
 	return s.add(nil, job, time.Until(at), 0)
 }
 
-// ScheduleAtWith is ScheduleAt for a job that receives its own TaskID and a
-// value of the caller's, as ScheduleOneWith describes: job(id, arg) runs
+// ScheduleAtWith is [Scheduler.ScheduleAt] for a job that receives its own
+// [TaskID] and a value of the caller's, as [Scheduler.ScheduleOneWith] describes: job(id, arg) runs
 // once, at the instant at. It returns the errors ScheduleOneWith returns.
 func (s *Scheduler) ScheduleAtWith(job func(id TaskID, arg any), arg any, at time.Time) (TaskID, error) {
 	if job == nil {
@@ -195,9 +195,9 @@ func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error)
 	return s.add(nil, job, interval, interval)
 }
 
-// ScheduleWith is Schedule for a job that receives its own TaskID and a
-// value of the caller's: job(id, arg) runs every interval, as ScheduleOneWith
-// describes for one-shots. It returns the errors Schedule returns, and may
+// ScheduleWith is [Scheduler.Schedule] for a job that receives its own
+// [TaskID] and a value of the caller's: job(id, arg) runs every interval, as
+// [Scheduler.ScheduleOneWith] describes for one-shots. It returns the errors Schedule returns, and may
 // wait as Schedule may.
 func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval time.Duration) (TaskID, error) {
 	if job == nil {
@@ -236,9 +236,9 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 // Reset moves the next run of the pending task id to delay from now; a
 // repeating task then continues every interval from that run. It reports
 // false, and changes nothing, when id is not pending: unknown, cancelled, a
-// one-shot that has come due (see CancelTask), an ID of another Scheduler,
+// one-shot that has come due (see [Scheduler.CancelTask]), an ID of another Scheduler,
 // or after Shutdown. Unlike [time.Timer.Reset], it never re-arms a one-shot
-// that has fired: schedule a new task for that.
+// that has come due: schedule a new task for that.
 //
 // Reset is the heartbeat path: it allocates nothing and sends no request
 // when it postpones a deadline (the usual case) or moves it earlier to a
@@ -272,7 +272,7 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 // it is the next deadline, as Reset last set it; inside a repeating task's
 // job, that is the deadline of the task's next run. For a one-shot that has
 // come due and whose job waits for a worker or is running, it is the
-// deadline it came due at, so a job of ScheduleOneWith can learn, from
+// deadline it came due at, so a job of [Scheduler.ScheduleOneWith] can learn, from
 // inside, the instant it was due; this holds after Shutdown too, for a job
 // that was already running. It reports false for a task that is cancelled
 // or finished, for an unknown ID or 0, for an ID of another Scheduler, and
@@ -332,7 +332,8 @@ func (c *shardedCount) sum() uint64 {
 	return n
 }
 
-// IsShutdown reports whether Shutdown or [Scheduler.ShutdownContext] has been called.
+// IsShutdown reports whether [Scheduler.Shutdown] or
+// [Scheduler.ShutdownContext] has been called.
 func (s *Scheduler) IsShutdown() bool { return s.inbox.closed.Load() }
 
 // Shutdown stops the scheduler. It is idempotent, safe to call
@@ -348,7 +349,7 @@ func (s *Scheduler) IsShutdown() bool { return s.inbox.closed.Load() }
 // released; one given by [WithPool] is left alone.
 func (s *Scheduler) Shutdown() { s.stop() }
 
-// ShutdownContext is Shutdown followed by a wait, until ctx is done, for
+// ShutdownContext is [Scheduler.Shutdown] followed by a wait, until ctx is done, for
 // the jobs still running or about to start and, for a pool created by New,
 // for all of its goroutines to exit. It returns nil when they have, and no
 // job starts afterwards; it returns ctx.Err() otherwise. The scheduler is
