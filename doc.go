@@ -67,8 +67,9 @@
 //     ants.
 //   - A repeating task runs at start + k·interval, never overlaps itself and
 //     never bursts to catch up.
-//   - TaskIDs are never 0 and never reused, and an ID of one Scheduler does
-//     not name a task of another.
+//   - TaskIDs are never 0 and never reused, and an ID of one Scheduler
+//     names a task of another only by a chance too small to matter (see
+//     [TaskID]).
 //   - Bad input gets an error ([ErrNilJob], [ErrInvalidInterval],
 //     [ErrInvalidWorkers], [ErrNilPool], [ErrBlockingPool], [ErrNilLogger],
 //     [ErrUnknownStrategy], [ErrTooManyTasks], [ErrShutdown]), never a
