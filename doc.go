@@ -48,12 +48,14 @@
 //
 // The scheduler's goroutine wakes for deadlines that really come due, for
 // requests that cannot wait, and, a bounded number of times a second, to
-// fix the deadlines that [Scheduler.Reset] postponed; [Stats].Wakeups
-// counts its wake-ups. With nothing due, it does not wake at all. The
-// process around it still wakes a few times a second for ants, which runs
-// a clock goroutine on a 500 ms ticker in every pool, this Scheduler's
-// included, and no option stops it (docs/benchmarks.md, "An idle
-// process").
+// fix the deadlines that [Scheduler.Reset] postponed; with [LazyCancel],
+// also at the old deadline of a tombstone that reaches the top of the heap
+// before a rebuild, to discard it. [Stats].Wakeups counts its wake-ups.
+// With no task pending, no job running and no tombstone left, it does not
+// wake at all. The process around it still wakes a few times a second for
+// ants, which runs a clock goroutine on a 500 ms ticker in every pool, this
+// Scheduler's included, and no option stops it (docs/benchmarks.md, "An
+// idle process").
 //
 // # Guarantees
 //

@@ -56,9 +56,10 @@ type Stats struct {
 	// a deadline that came due, for a request that could not wait (see
 	// [Scheduler.ScheduleOne], [Scheduler.CancelTask] and
 	// [Scheduler.Reset]), for upkeep (trimming memory, rebuilding a lazy
-	// heap), to retry runs the pool refused, and a bounded number of times
-	// a second to fix the deadlines that Reset postponed. [Scheduler.Stats]
-	// itself wakes it when requests wait (see HeapEntries).
+	// heap, discarding a tombstone at its old deadline), to retry runs the
+	// pool refused, and a bounded number of times a second to fix the
+	// deadlines that Reset postponed. [Scheduler.Stats] itself wakes it when
+	// requests wait (see HeapEntries).
 	Wakeups uint64
 	// MaxLateness is the largest delay seen between a job's deadline and
 	// the moment a worker started it, over the scheduler's life.
