@@ -26,7 +26,8 @@ var (
 
 	// ErrBlockingPool is returned by [New] when the pool given to [WithPool]
 	// blocks its callers while every worker is busy (build it with
-	// ants.WithNonblocking(true)), or when New cannot tell whether it does:
+	// ants.WithNonblocking(true)). When New cannot tell whether it does, it
+	// returns an error that wraps ErrBlockingPool (test with [errors.Is]):
 	// a pool New cannot vouch for is refused rather than risked.
 	ErrBlockingPool = errors.New("schedule: WithPool needs a non-blocking pool (ants.WithNonblocking(true))")
 

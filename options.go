@@ -46,8 +46,8 @@ func WithCancelStrategy(c CancelStrategy) Option {
 // WithPool makes the Scheduler run its jobs on p instead of on a pool of its
 // own. p must be non-blocking (built with [ants.WithNonblocking](true)), so
 // that the scheduler never waits inside ants; New returns [ErrBlockingPool]
-// otherwise, also when it cannot tell whether p blocks, and [ErrNilPool] for
-// a nil p. The Scheduler occupies at most [New]'s workers of p's workers at
+// otherwise, an error wrapping it when it cannot tell whether p blocks, and
+// [ErrNilPool] for a nil p. The Scheduler occupies at most [New]'s workers of p's workers at
 // once and never releases p; [WithPoolOptions] are ignored.
 //
 // When p is full, or busy with work of others, due jobs wait in the

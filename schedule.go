@@ -214,7 +214,8 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 // a one-shot task will not run, and a repeating task starts no further run,
 // even when CancelTask is called from inside its own job. It does not wait
 // for a run already under way. The job, and everything it holds, is no
-// longer referenced by the scheduler once no run of it is under way.
+// longer referenced by the scheduler once no run of it is under way or
+// waiting for a worker.
 //
 // A one-shot task stops being pending when it comes due: from then on it
 // runs as soon as a worker is free, and CancelTask returns false. It also
