@@ -344,11 +344,11 @@ func (s *Scheduler) IsShutdown() bool { return s.inbox.closed.Load() }
 // returns, no worker takes another job: pending tasks and due jobs that no
 // worker had taken are dropped (counted in [Stats].Dropped) and their jobs are
 // no longer referenced; ScheduleOne and Schedule return [ErrShutdown], and
-// CancelTask and Reset return false. Jobs that workers had already taken run to
-// their end, like jobs already running, and one taken just as Shutdown is
-// called may start just after it returns: to know that no job runs any more,
-// use [Scheduler.ShutdownContext]. A pool created by New is released; one given
-// by [WithPool] is left alone.
+// CancelTask and Reset return false. Jobs already running run to their end. A
+// job a worker had just taken either starts, perhaps just after Shutdown
+// returns, or, if the worker sees the shutdown first, is dropped too: to know
+// that no job runs any more, use [Scheduler.ShutdownContext]. A pool created by
+// New is released; one given by [WithPool] is left alone.
 func (s *Scheduler) Shutdown() { s.stop() }
 
 // ShutdownContext is [Scheduler.Shutdown] followed by a wait, until ctx is
