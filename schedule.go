@@ -133,9 +133,10 @@ func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error)
 //
 // One job function can then serve every task, each with its own data,
 // without a closure per task: with arg a pointer (or a map, a channel, a
-// func), scheduling allocates nothing. The ID passed to job is the one
-// ScheduleOneWith returns, so a job can tell a current task from an older
-// one it replaced.
+// func), scheduling allocates nothing, but for the scheduler's own storage,
+// which grows in blocks as the number of tasks it holds does. The ID passed
+// to job is the one ScheduleOneWith returns, so a job can tell a current
+// task from an older one it replaced.
 //
 // It returns [ErrNilJob] for a nil job and otherwise behaves as ScheduleOne.
 // arg may be nil.
