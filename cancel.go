@@ -12,9 +12,10 @@ type CancelStrategy uint8
 
 const (
 	// LazyCancel leaves the entry behind as a tombstone: cancelling is O(1)
-	// and never waits for the scheduler. Tombstones are discarded when they reach the top of
-	// the heap, and the heap is rebuilt in O(n) when they pass a fixed share
-	// of it, so that it stays within a constant factor of the live tasks.
+	// and never waits for the scheduler. Tombstones are discarded when they
+	// reach the top of the heap, and the heap is rebuilt in O(n) when they
+	// pass a fixed share of it, so that it stays within a constant factor of
+	// the live tasks.
 	LazyCancel CancelStrategy = iota + 1
 
 	// EagerCancel removes the entry from the heap at once, an O(log n) step
