@@ -5,16 +5,17 @@ import (
 	"sync/atomic"
 )
 
-// CancelStrategy selects what CancelTask does with the cancelled task's
-// entry in the deadline heap. Both strategies give the same results to
-// callers; they differ in cost and memory.
+// CancelStrategy selects what [Scheduler.CancelTask] does with the
+// cancelled task's entry in the deadline heap. Both strategies give the
+// same results to callers; they differ in cost and memory.
 type CancelStrategy uint8
 
 const (
 	// LazyCancel leaves the entry behind as a tombstone: cancelling is O(1)
-	// and never waits. Tombstones are discarded when they reach the top of
-	// the heap, and the heap is rebuilt in O(n) when they pass a fixed share
-	// of it, so that it stays within a constant factor of the live tasks.
+	// and never waits for the scheduler. Tombstones are discarded when they
+	// reach the top of the heap, and the heap is rebuilt in O(n) when they
+	// pass a fixed share of it, so that it stays within a constant factor of
+	// the live tasks.
 	LazyCancel CancelStrategy = iota + 1
 
 	// EagerCancel removes the entry from the heap at once, an O(log n) step
@@ -22,7 +23,8 @@ const (
 	EagerCancel
 )
 
-// String returns "lazy" or "eager".
+// String returns "lazy" or "eager", and "CancelStrategy(n)" for any other
+// value n.
 func (c CancelStrategy) String() string {
 	switch c {
 	case LazyCancel:

@@ -27,10 +27,10 @@
 //
 // With [LazyCancel] (the default, package
 // [github.com/go-schedule/schedule/lazycancel]) [Scheduler.CancelTask] is
-// O(1), never waits and sends no request: it marks the task cancelled and
-// leaves its heap entry behind as a tombstone, which is discarded when it
-// reaches the top, or when tombstones pass a fixed share of the heap and
-// the heap is rebuilt. With [EagerCancel] (package
+// O(1), never waits for the scheduler and sends it no request: it marks the
+// task cancelled and leaves its heap entry behind as a tombstone, which is
+// discarded when it reaches the top, or when tombstones pass a fixed share
+// of the heap and the heap is rebuilt. With [EagerCancel] (package
 // [github.com/go-schedule/schedule/eagercancel]) the cancel asks the
 // scheduler to remove the entry at once, in O(log n), and the heap holds
 // exactly the live tasks.
@@ -48,25 +48,30 @@
 //
 // The scheduler's goroutine wakes for deadlines that really come due, for
 // requests that cannot wait, and, a bounded number of times a second, to
-// fix the deadlines that [Scheduler.Reset] postponed; [Stats].Wakeups
-// counts its wake-ups. With nothing due, it does not wake at all. The
-// process around it still wakes a few times a second for ants, which runs
-// a clock goroutine on a 500 ms ticker in every pool, this Scheduler's
-// included, and no option stops it (docs/benchmarks.md, "An idle
-// process").
+// fix the deadlines that [Scheduler.Reset] postponed; with [LazyCancel],
+// also at the old deadline of a tombstone that reaches the top of the heap
+// before a rebuild, to discard it. [Stats].Wakeups counts its wake-ups.
+// With no task pending, no job running and no tombstone left, it does not
+// wake at all. The process around it still wakes a few times a second for
+// ants, which runs a clock goroutine on a 500 ms ticker in every pool, this
+// Scheduler's included, and no option stops it (docs/benchmarks.md, "An
+// idle process").
 //
 // # Guarantees
 //
 //   - A due job is never lost: it runs, or it is counted in [Stats].Dropped
 //     ([Scheduler.Shutdown], or a [WithPool] pool released under the
 //     scheduler).
-//   - Nothing a job does (panic, runtime.Goexit, blocking) and nothing a
-//     shared pool does stops later jobs from running or [Scheduler.Shutdown]
-//     from returning; the scheduler never waits inside ants.
+//   - A job that panics or ends its goroutine ([runtime.Goexit]) does not
+//     stop later jobs from running, and a job that blocks holds up only its
+//     own worker. Neither a job nor a shared pool (full, or released) keeps
+//     [Scheduler.Shutdown] from returning: the scheduler never waits inside
+//     ants.
 //   - A repeating task runs at start + k·interval, never overlaps itself and
 //     never bursts to catch up.
-//   - TaskIDs are never 0 and never reused, and an ID of one Scheduler does
-//     not name a task of another.
+//   - TaskIDs are never 0 and never reused, and an ID of one Scheduler
+//     names a task of another only by a chance too small to matter (see
+//     [TaskID]).
 //   - Bad input gets an error ([ErrNilJob], [ErrInvalidInterval],
 //     [ErrInvalidWorkers], [ErrNilPool], [ErrBlockingPool], [ErrNilLogger],
 //     [ErrUnknownStrategy], [ErrTooManyTasks], [ErrShutdown]), never a

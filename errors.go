@@ -12,8 +12,8 @@ var (
 	ErrNilJob = errors.New("schedule: nil job")
 
 	// ErrInvalidInterval is returned by [Scheduler.Schedule] and
-	// [Scheduler.ScheduleWith] when the
-	// interval is zero or negative: a repeating task needs a positive period.
+	// [Scheduler.ScheduleWith] when the interval is zero or negative: a
+	// repeating task needs a positive period.
 	ErrInvalidInterval = errors.New("schedule: interval must be positive")
 
 	// ErrInvalidWorkers is returned by [New] when workers is zero or negative.
@@ -26,14 +26,15 @@ var (
 
 	// ErrBlockingPool is returned by [New] when the pool given to [WithPool]
 	// blocks its callers while every worker is busy (build it with
-	// ants.WithNonblocking(true)), or when New cannot tell whether it does:
+	// ants.WithNonblocking(true)). When New cannot tell whether it does, it
+	// returns an error that wraps ErrBlockingPool (test with [errors.Is]):
 	// a pool New cannot vouch for is refused rather than risked.
 	ErrBlockingPool = errors.New("schedule: WithPool needs a non-blocking pool (ants.WithNonblocking(true))")
 
-	// ErrNilPool is returned by [New] for WithPool(nil).
+	// ErrNilPool is returned by [New] for [WithPool](nil).
 	ErrNilPool = errors.New("schedule: WithPool(nil)")
 
-	// ErrNilLogger is returned by [New] for WithLogger(nil).
+	// ErrNilLogger is returned by [New] for [WithLogger](nil).
 	ErrNilLogger = errors.New("schedule: WithLogger(nil)")
 
 	// ErrUnknownStrategy is returned by [New] when [WithCancelStrategy] is

@@ -7,8 +7,8 @@ import (
 	"github.com/panjf2000/ants/v2"
 )
 
-// Option configures a Scheduler at construction; see New. An option given
-// a bad argument makes New return an error.
+// Option configures a [Scheduler] at construction; see [New]. An option
+// given a bad argument makes New return an error.
 type Option func(*config)
 
 // config collects what the options say. It is read-only once New returns.
@@ -29,9 +29,10 @@ func (c *config) reject(err error) {
 	}
 }
 
-// WithCancelStrategy selects the cancel strategy. The default is [LazyCancel];
-// the packages lazycancel and eagercancel set it for you. Any other value
-// makes New return [ErrUnknownStrategy].
+// WithCancelStrategy selects the cancel strategy. The default is
+// [LazyCancel]; the packages [github.com/go-schedule/schedule/lazycancel]
+// and [github.com/go-schedule/schedule/eagercancel] set it for you. Any
+// other value makes [New] return [ErrUnknownStrategy].
 func WithCancelStrategy(c CancelStrategy) Option {
 	return func(cfg *config) {
 		if c != LazyCancel && c != EagerCancel {
@@ -45,10 +46,9 @@ func WithCancelStrategy(c CancelStrategy) Option {
 // WithPool makes the Scheduler run its jobs on p instead of on a pool of its
 // own. p must be non-blocking (built with [ants.WithNonblocking](true)), so
 // that the scheduler never waits inside ants; New returns [ErrBlockingPool]
-// otherwise, also when it cannot tell whether p blocks, and [ErrNilPool] for
-// a nil p. The Scheduler occupies at most
-// New's workers of p's workers at once and never releases p;
-// WithPoolOptions are ignored.
+// otherwise, an error wrapping it when it cannot tell whether p blocks, and
+// [ErrNilPool] for a nil p. The Scheduler occupies at most [New]'s workers of p's workers at
+// once and never releases p; [WithPoolOptions] are ignored.
 //
 // When p is full, or busy with work of others, due jobs wait in the
 // scheduler's queue, in deadline order, and the scheduler tries again after
@@ -76,7 +76,7 @@ func WithPool(p *ants.Pool) Option {
 	}
 }
 
-// WithPoolOptions passes options to the ants pool that New creates, for
+// WithPoolOptions passes options to the ants pool that [New] creates, for
 // example [ants.WithPreAlloc]. New's pool keeps idle workers instead of
 // purging them, and [ants.WithDisablePurge](false) here turns purging back
 // on; it is always non-blocking, whatever the options say (see [WithPool]).

@@ -286,8 +286,9 @@ func (o *owner) apply(r op) {
 // takes t's next tag, so that t's older entries, if any, are tombstones
 // from then on (classify). Tags are 32 bits: before t's come round, the
 // heap is rebuilt, which clears out every tombstone, so that no old entry
-// can match a new tag. (Eager cancel leaves no tombstones, and pays one
-// needless rebuild per 2^32 entries of one slot.)
+// can match a new tag. (Eager cancel pushes once per add, never for a
+// deadline moved earlier, so a slot's generations, which retire it,
+// come round before its tags do: the rebuild is lazy cancel's only.)
 func (o *owner) push(slot uint32, t *task, when int64) {
 	if t.tag == math.MaxUint32-1 {
 		o.rebuild()

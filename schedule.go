@@ -18,7 +18,7 @@ import (
 // on them. The requests waiting to be applied are bounded, though: a call
 // that finds that bound reached, because calls come faster than the
 // scheduler applies them, waits until the scheduler has taken them, or
-// until Shutdown. The methods say which of them may wait so.
+// until [Scheduler.Shutdown]. The methods say which of them may wait so.
 type Scheduler struct {
 	// The parts (see the overview in doc.go) are laid out with a cache
 	// line between groups, so that a write on one path does not evict what
@@ -47,18 +47,18 @@ type Scheduler struct {
 // poolSpare is how many more workers New's pool has than jobs may run.
 const poolSpare = 2
 
-// New returns a running Scheduler whose jobs run on at most workers
-// goroutines at a time (its pool keeps up to two more, idle, for a smooth
-// hand-over between runs). It returns [ErrInvalidWorkers] when workers is not
-// positive, the error of the first Option given a bad argument
-// ([ErrUnknownStrategy], [ErrNilPool], [ErrBlockingPool], [ErrNilLogger]), and the
-// error of the pool's construction.
+// New returns a running Scheduler whose jobs run on at most workers goroutines
+// at a time (its pool keeps up to two more, idle, for a smooth hand-over
+// between runs). It returns [ErrInvalidWorkers] when workers is not positive,
+// the error of the first Option given a bad argument ([ErrUnknownStrategy],
+// [ErrNilPool], [ErrBlockingPool], [ErrNilLogger]), and the error of the pool's
+// construction.
 //
 // The bound holds with [WithPool] too: the Scheduler then occupies at most
 // workers of that pool's workers.
 //
-// Call Shutdown or [Scheduler.ShutdownContext] when done, to stop the scheduler's
-// goroutines and release its pool.
+// Call [Scheduler.Shutdown] or [Scheduler.ShutdownContext] when done, to
+// stop the scheduler's goroutines and release its pool.
 func New(workers int, opts ...Option) (*Scheduler, error) {
 	if workers <= 0 {
 		return nil, ErrInvalidWorkers
@@ -118,9 +118,9 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 // it as soon as a worker is free; a delay too long to represent (about 18
 // years from New) is accepted, and the job never comes due.
 //
-// It returns [ErrNilJob] for a nil job, [ErrShutdown] after Shutdown, and
-// [ErrTooManyTasks] when the scheduler is full. It may wait while requests
-// back up (see [Scheduler]).
+// It returns [ErrNilJob] for a nil job, [ErrShutdown] after
+// [Scheduler.Shutdown], and [ErrTooManyTasks] when the scheduler is full.
+// It may wait while requests back up (see [Scheduler]).
 func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -128,14 +128,15 @@ func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error)
 	return s.add(nil, job, delay, 0)
 }
 
-// ScheduleOneWith is ScheduleOne for a job that receives its own TaskID and
-// a value of the caller's: job(id, arg) runs once, delay from now.
+// ScheduleOneWith is [Scheduler.ScheduleOne] for a job that receives its own
+// [TaskID] and a value of the caller's: job(id, arg) runs once, delay from now.
 //
 // One job function can then serve every task, each with its own data,
 // without a closure per task: with arg a pointer (or a map, a channel, a
-// func), scheduling allocates nothing. The ID passed to job is the one
-// ScheduleOneWith returns, so a job can tell a current task from an older
-// one it replaced.
+// func), scheduling allocates nothing, but for the scheduler's own storage,
+// which grows in blocks as the number of tasks it holds does. The ID passed
+// to job is the one ScheduleOneWith returns, so a job can tell a current
+// task from an older one it replaced.
 //
 // It returns [ErrNilJob] for a nil job and otherwise behaves as ScheduleOne.
 // arg may be nil.
@@ -146,15 +147,15 @@ func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay
 	return s.add(job, arg, delay, 0)
 }
 
-// ScheduleAt runs job once, at the instant at: ScheduleOne for a deadline
-// already known as a time, such as a lease's expiry or a message's
-// not-after. It is ScheduleOne(job, time.Until(at)): the delay is reckoned
-// when ScheduleAt is called, on the monotonic clock when at carries a
-// monotonic reading (as time.Now and its Add do) and against the wall clock
-// of that moment otherwise; a later change of the wall clock does not move
-// the deadline. An instant now or in the past, the
-// zero Time included, runs job as soon as a worker is free; one more than
-// about 18 years after New is accepted, and the job never comes due.
+// ScheduleAt runs job once, at the instant at: [Scheduler.ScheduleOne] for a
+// deadline already known as a time, such as a lease's expiry or a message's
+// not-after. It is ScheduleOne(job, time.Until(at)): the delay is reckoned when
+// ScheduleAt is called, on the monotonic clock when at carries a monotonic
+// reading (as time.Now and its Add do) and against the wall clock of that
+// moment otherwise; a later change of the wall clock does not move the
+// deadline. An instant now or in the past, the zero Time included, runs job as
+// soon as a worker is free; one more than about 18 years after New is accepted,
+// and the job never comes due.
 //
 // It returns the errors ScheduleOne returns, and waits as it does.
 func (s *Scheduler) ScheduleAt(job func(), at time.Time) (TaskID, error) {
@@ -164,9 +165,10 @@ func (s *Scheduler) ScheduleAt(job func(), at time.Time) (TaskID, error) {
 	return s.add(nil, job, time.Until(at), 0)
 }
 
-// ScheduleAtWith is ScheduleAt for a job that receives its own TaskID and a
-// value of the caller's, as ScheduleOneWith describes: job(id, arg) runs
-// once, at the instant at. It returns the errors ScheduleOneWith returns.
+// ScheduleAtWith is [Scheduler.ScheduleAt] for a job that receives its own
+// [TaskID] and a value of the caller's, as [Scheduler.ScheduleOneWith]
+// describes: job(id, arg) runs once, at the instant at. It returns the
+// errors ScheduleOneWith returns, and waits as it does.
 func (s *Scheduler) ScheduleAtWith(job func(id TaskID, arg any), arg any, at time.Time) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -195,10 +197,10 @@ func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error)
 	return s.add(nil, job, interval, interval)
 }
 
-// ScheduleWith is Schedule for a job that receives its own TaskID and a
-// value of the caller's: job(id, arg) runs every interval, as ScheduleOneWith
-// describes for one-shots. It returns the errors Schedule returns, and may
-// wait as Schedule may.
+// ScheduleWith is [Scheduler.Schedule] for a job that receives its own [TaskID]
+// and a value of the caller's: job(id, arg) runs every interval, as
+// [Scheduler.ScheduleOneWith] describes for one-shots. It returns the errors
+// Schedule returns, and may wait as Schedule may.
 func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval time.Duration) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
@@ -213,7 +215,8 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 // a one-shot task will not run, and a repeating task starts no further run,
 // even when CancelTask is called from inside its own job. It does not wait
 // for a run already under way. The job, and everything it holds, is no
-// longer referenced by the scheduler once no run of it is under way.
+// longer referenced by the scheduler once no run of it is under way or
+// waiting for a worker.
 //
 // A one-shot task stops being pending when it comes due: from then on it
 // runs as soon as a worker is free, and CancelTask returns false. It also
@@ -234,11 +237,11 @@ func (s *Scheduler) CancelTask(id TaskID) bool {
 }
 
 // Reset moves the next run of the pending task id to delay from now; a
-// repeating task then continues every interval from that run. It reports
-// false, and changes nothing, when id is not pending: unknown, cancelled, a
-// one-shot that has come due (see CancelTask), an ID of another Scheduler,
+// repeating task then continues every interval from that run. It reports false,
+// and changes nothing, when id is not pending: unknown, cancelled, a one-shot
+// that has come due (see [Scheduler.CancelTask]), an ID of another Scheduler,
 // or after Shutdown. Unlike [time.Timer.Reset], it never re-arms a one-shot
-// that has fired: schedule a new task for that.
+// that has come due: schedule a new task for that.
 //
 // Reset is the heartbeat path: it allocates nothing and sends no request
 // when it postpones a deadline (the usual case) or moves it earlier to a
@@ -268,18 +271,18 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 	return true
 }
 
-// Deadline returns the instant at which task id is due. For a pending task
-// it is the next deadline, as Reset last set it; inside a repeating task's
-// job, that is the deadline of the task's next run. For a one-shot that has
-// come due and whose job waits for a worker or is running, it is the
-// deadline it came due at, so a job of ScheduleOneWith can learn, from
-// inside, the instant it was due; this holds after Shutdown too, for a job
-// that was already running. It reports false for a task that is cancelled
-// or finished, for an unknown ID or 0, for an ID of another Scheduler, and
-// for a pending task after Shutdown. The instant is reckoned from the
-// monotonic clock, as the deadline is: a change of the wall clock since
-// the task was scheduled does not shift it. A deadline too far out to
-// represent is reported as about 18 years after New.
+// Deadline returns the instant at which task id is due. For a pending task it
+// is the next deadline, as Reset last set it; inside a repeating task's job,
+// that is the deadline of the task's next run. For a one-shot that has come due
+// and whose job waits for a worker or is running, it is the deadline it came
+// due at, so a job of [Scheduler.ScheduleOneWith] can learn, from inside, the
+// instant it was due; this holds after Shutdown too, for a job that was already
+// running. It reports false for a task that is cancelled or finished, for an
+// unknown ID or 0, for an ID of another Scheduler, and for a pending task after
+// Shutdown. The instant is reckoned from the monotonic clock, as the deadline
+// is: a change of the wall clock since the task was scheduled does not shift
+// it. A deadline too far out to represent is reported as about 18 years after
+// New.
 func (s *Scheduler) Deadline(id TaskID) (time.Time, bool) {
 	t := s.slab.lookup(id)
 	if t == nil {
@@ -332,30 +335,31 @@ func (c *shardedCount) sum() uint64 {
 	return n
 }
 
-// IsShutdown reports whether Shutdown or [Scheduler.ShutdownContext] has been called.
+// IsShutdown reports whether [Scheduler.Shutdown] or
+// [Scheduler.ShutdownContext] has been called.
 func (s *Scheduler) IsShutdown() bool { return s.inbox.closed.Load() }
 
-// Shutdown stops the scheduler. It is idempotent, safe to call
-// concurrently with any other method (Shutdown and [Scheduler.ShutdownContext]
-// included) and from inside a job, and returns without waiting for running
-// jobs. Once it returns, no worker takes another job: pending tasks and due
-// jobs that no worker had taken are dropped (counted in [Stats].Dropped) and
-// their jobs are no longer referenced; ScheduleOne and Schedule return
-// [ErrShutdown], and CancelTask and Reset return false. Jobs that workers had
-// already taken run to their end, like jobs already running, and one taken
-// just as Shutdown is called may start just after it returns: to know that
-// no job runs any more, use [Scheduler.ShutdownContext]. A pool created by New is
-// released; one given by [WithPool] is left alone.
+// Shutdown stops the scheduler. It is idempotent, safe to call concurrently
+// with any other method (Shutdown and [Scheduler.ShutdownContext] included) and
+// from inside a job, and returns without waiting for running jobs. Once it
+// returns, no worker takes another job: pending tasks and due jobs that no
+// worker had taken are dropped (counted in [Stats].Dropped) and their jobs are
+// no longer referenced; ScheduleOne and Schedule return [ErrShutdown], and
+// CancelTask and Reset return false. Jobs already running run to their end. A
+// job a worker had just taken either starts, perhaps just after Shutdown
+// returns, or, if the worker sees the shutdown first, is dropped too: to know
+// that no job runs any more, use [Scheduler.ShutdownContext]. A pool created by
+// New is released; one given by [WithPool] is left alone.
 func (s *Scheduler) Shutdown() { s.stop() }
 
-// ShutdownContext is Shutdown followed by a wait, until ctx is done, for
-// the jobs still running or about to start and, for a pool created by New,
-// for all of its goroutines to exit. It returns nil when they have, and no
-// job starts afterwards; it returns ctx.Err() otherwise. The scheduler is
-// shut down either way. It never waits for work that is not the
-// scheduler's: with [WithPool], jobs of others running on the pool do not
-// hold it up. Called from inside a job it waits for that job too, so it can
-// only return ctx.Err() there.
+// ShutdownContext is [Scheduler.Shutdown] followed by a wait, until ctx is
+// done, for the jobs still running or about to start and, for a pool created by
+// New, for all of its goroutines to exit. It returns nil when they have, and no
+// job starts afterwards; it returns ctx.Err() otherwise. The scheduler is shut
+// down either way. It never waits for work that is not the scheduler's: with
+// [WithPool], jobs of others running on the pool do not hold it up. Called from
+// inside a job it waits for that job too, so it can only return ctx.Err()
+// there.
 func (s *Scheduler) ShutdownContext(ctx context.Context) error {
 	s.stop()
 	for _, done := range []<-chan struct{}{s.runner.q.idle, s.poolDone} {

@@ -6,9 +6,12 @@ import "time"
 //
 // The counters are read one by one while the scheduler runs, in an order
 // that keeps the snapshot consistent where it matters for metrics: every
-// job counted in Started, Cancelled, Dropped or Panics was scheduled before
-// Scheduled was read, so Scheduled >= Pending + Cancelled + Dropped holds in
-// every snapshot, and Started >= Panics. Each counter only ever grows, except
+// task counted in Started, Cancelled, Dropped or Panics was scheduled before
+// Scheduled was read, so Scheduled >= Pending + Cancelled holds in every
+// snapshot, and Started >= Panics. Scheduled >= Pending + Cancelled +
+// Dropped holds too, unless a run of a repeating task was dropped: Dropped
+// counts every such run (see Dropped), while the task counts once in
+// Scheduled. Each counter only ever grows, except
 // Pending, HeapEntries, Tombstones, Waiting and Running, which are gauges.
 // Once the scheduler is idle, all fields agree exactly.
 type Stats struct {
@@ -34,7 +37,9 @@ type Stats struct {
 	// Dropped is the number of jobs that will never run although nobody
 	// cancelled them: tasks still pending at [Scheduler.Shutdown] (one each,
 	// repeating or not), due jobs that had not started when Shutdown came,
-	// and due jobs that found the pool given by [WithPool] released.
+	// and due jobs that found the pool given by [WithPool] released. A due
+	// job of a repeating task is one run: a repeating task whose runs find
+	// the pool released counts once per run, and is still pending.
 	Dropped uint64
 	// Skipped is the number of runs of repeating tasks that were skipped
 	// because the previous run was still going or because the scheduler
@@ -51,9 +56,10 @@ type Stats struct {
 	// a deadline that came due, for a request that could not wait (see
 	// [Scheduler.ScheduleOne], [Scheduler.CancelTask] and
 	// [Scheduler.Reset]), for upkeep (trimming memory, rebuilding a lazy
-	// heap), to retry runs the pool refused, and at most ten times a
-	// second to fix the deadlines that Reset postponed. [Scheduler.Stats]
-	// itself wakes it when requests wait (see HeapEntries).
+	// heap, discarding a tombstone at its old deadline), to retry runs the
+	// pool refused, and a bounded number of times a second to fix the
+	// deadlines that Reset postponed. [Scheduler.Stats] itself wakes it when
+	// requests wait (see HeapEntries).
 	Wakeups uint64
 	// MaxLateness is the largest delay seen between a job's deadline and
 	// the moment a worker started it, over the scheduler's life.
@@ -113,8 +119,9 @@ func LatenessBounds() [LatenessBuckets - 1]time.Duration { return latenessBounds
 // changes one thing: when calls wait for the scheduler to act on them, it
 // wakes the scheduler's goroutine to do so (see [Stats].HeapEntries), which
 // counts in Wakeups of the next snapshot. Two calls with nothing happening
-// in between (nothing scheduled, cancelled, reset or run, and the
-// scheduler asleep) return equal snapshots.
+// in between (nothing scheduled, cancelled, reset or run, no call waiting
+// for the scheduler to act on it, and the scheduler asleep) return equal
+// snapshots.
 func (s *Scheduler) Stats() Stats {
 	var st Stats
 	// Outcomes first, then what they came from (see Stats); a start adds

@@ -11,11 +11,11 @@ import (
 // Scheduler never hands out the same TaskID twice. IDs are opaque: their
 // numeric order says nothing about the order in which tasks were scheduled.
 //
-// An ID names a task of the Scheduler that issued it only. Each Scheduler
-// draws its own random key and generation base for encoding IDs, so an ID
-// from another Scheduler names one of its tasks with
-// probability about n/2^63 for a Scheduler that has n slots: a mixed-up ID
-// is, for any practical purpose, an unknown ID.
+// An ID names a task of the [Scheduler] that issued it only. Each Scheduler
+// encodes its IDs with random values of its own, so an ID from another
+// Scheduler names one of its tasks with probability about n/2^63, n being
+// the number of tasks that Scheduler has room for (at least as many as it
+// holds): a mixed-up ID is, for any practical purpose, an unknown ID.
 type TaskID uint64
 
 // The generation of an ID (high 32 bits, of which generations use the low

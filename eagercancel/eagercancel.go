@@ -5,13 +5,12 @@
 // The heap keeps every entry's position, so the scheduler's goroutine
 // removes a cancelled entry in O(log n), and the heap holds exactly the
 // live tasks: it has no tombstones, and [schedule.Stats].Tombstones stays
-// 0. Each cancel sends the scheduler a request, and may wait, as
-// [schedule.Scheduler.ScheduleOne] may, while requests back up. The heap is
-// still rebuilt in O(n), at most once a second, to fix in one pass the
-// deadlines that [schedule.Scheduler.Reset] moved earlier to a second or
-// more from now, and, very rarely, to renew the internal tags of its
-// entries. Choose it when memory must track the number of live tasks
-// closely.
+// 0. Each cancel that stops a task sends the scheduler a request, and may
+// wait, as [schedule.Scheduler.ScheduleOne] may, while requests back up.
+// The heap is still rebuilt in O(n), at most once a second, to fix in one
+// pass the deadlines that [schedule.Scheduler.Reset] moved earlier to a
+// second or more from now. Choose it when memory must track the number of
+// live tasks closely.
 package eagercancel
 
 import "github.com/go-schedule/schedule"

@@ -2,7 +2,8 @@
 // [schedule.Scheduler.CancelTask] leaves the cancelled task's heap entry
 // behind as a tombstone.
 //
-// Cancelling is O(1): it never waits and sends the scheduler no request.
+// Cancelling is O(1): it never waits for the scheduler and sends it no
+// request.
 // It wakes the scheduler's goroutine only when tombstones near their bound,
 // so that the heap is rebuilt in time. Tombstones are discarded when they
 // reach the top of the deadline heap, and the heap is rebuilt in O(n) once
