@@ -16,7 +16,8 @@ var (
 	// repeating task needs a positive period.
 	ErrInvalidInterval = errors.New("schedule: interval must be positive")
 
-	// ErrInvalidWorkers is returned by [New] when workers is zero or negative.
+	// ErrInvalidWorkers is returned by [New] when workers is zero or
+	// negative, or so large that the pool's size would overflow an int.
 	ErrInvalidWorkers = errors.New("schedule: workers must be positive")
 
 	// ErrTooManyTasks is returned by the Schedule methods of [Scheduler]

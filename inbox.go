@@ -202,7 +202,7 @@ func (in *inbox) waiting() bool { return in.busy.Load() != 0 }
 func (in *inbox) lanesWaiting() uint32 { return in.busy.Load() }
 
 // take swaps out the requests of lane k, in arrival order, for the owner to
-// apply and then give back with keepSpare. The owner and the lanes trade
+// apply and then hand back with keepSpare. The owner and the lanes trade
 // buffers rather than allocate: the lane's requests come out in its
 // buffer, and the inbox's spare buffer goes in.
 func (in *inbox) take(k int) []op {

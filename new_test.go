@@ -25,6 +25,19 @@ func TestNewRejectsNonPositiveWorkers(t *testing.T) {
 	}
 }
 
+// A worker count whose pool size (workers plus the idle spares) overflows
+// an int would reach ants as a negative size, which it takes for an
+// unbounded pool.
+func TestNewRejectsWorkersWhosePoolSizeOverflows(t *testing.T) {
+	for _, st := range schedtest.Strategies {
+		for _, workers := range []int{math.MaxInt, math.MaxInt - 1} {
+			s, err := st.New(workers)
+			assert.ErrorIs(t, err, schedule.ErrInvalidWorkers, "%v workers=%d", st, workers)
+			assert.Nil(t, s)
+		}
+	}
+}
+
 func TestNewRejectsInvalidOptions(t *testing.T) {
 	cases := map[string]struct {
 		opt  schedule.Option

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,8 @@ const poolSpare = 2
 
 // New returns a running Scheduler whose jobs run on at most workers goroutines
 // at a time (its pool keeps up to two more, idle, for a smooth hand-over
-// between runs). It returns [ErrInvalidWorkers] when workers is not positive,
+// between runs). It returns [ErrInvalidWorkers] when workers is not positive
+// or leaves no room for those two in an int,
 // the error of the first Option given a bad argument ([ErrUnknownStrategy],
 // [ErrNilPool], [ErrBlockingPool], [ErrNilLogger]), and the error of the pool's
 // construction.
@@ -60,7 +62,7 @@ const poolSpare = 2
 // Call [Scheduler.Shutdown] or [Scheduler.ShutdownContext] when done, to
 // stop the scheduler's goroutines and release its pool.
 func New(workers int, opts ...Option) (*Scheduler, error) {
-	if workers <= 0 {
+	if workers <= 0 || workers > math.MaxInt-poolSpare {
 		return nil, ErrInvalidWorkers
 	}
 	cfg := config{strategy: LazyCancel}
