@@ -24,6 +24,7 @@ type event struct {
 type start struct {
 	attempt int
 	due, at int64 // Unix milliseconds
+	node    string
 }
 
 // collector gathers the start lines of a run's workers and counts the
@@ -66,7 +67,7 @@ func (c *collector) add(e event) {
 	switch e.Event {
 	case "start":
 		first = len(c.starts[e.Job]) == 0
-		c.starts[e.Job] = append(c.starts[e.Job], start{attempt: e.Attempt, due: e.Due, at: e.At})
+		c.starts[e.Job] = append(c.starts[e.Job], start{attempt: e.Attempt, due: e.Due, at: e.At, node: e.Node})
 	case "ready":
 		first = true
 		c.ready[e.Node] = true
@@ -152,6 +153,12 @@ type outcome struct {
 	Lateness []int64
 	// Early counts first starts before their due time.
 	Early int
+	// EndedUnseen counts the jobs taken out of Unfinished because the
+	// engine holds no record of them: their last attempt ran on the killed
+	// worker, which recorded its end and was killed before it printed the
+	// end line. No job of a load is cancelled or replaced, so a job the
+	// engine no longer holds is one whose end was recorded.
+	EndedUnseen int
 }
 
 // outcome returns what the collector found about the jobs named by
@@ -187,6 +194,21 @@ func (c *collector) outcome(n int, keys func(i int) string) outcome {
 	}
 	slices.Sort(o.Lateness)
 	return o
+}
+
+// unfinishedOn returns the keys(i), i in [0, n), that have not reached
+// done or dead and whose last start was on node.
+func (c *collector) unfinishedOn(n int, keys func(i int) string, node string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for i := range n {
+		k := keys(i)
+		if ss := c.starts[k]; !c.finished[k] && len(ss) > 0 && ss[len(ss)-1].node == node {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // lastRecovery returns the latest start, in Unix milliseconds, that

@@ -20,8 +20,10 @@
 //     worker killed with SIGKILL a quarter of the way into the span; of
 //     the jobs due in it: the time from the kill until the last recovered
 //     job started (a job started again after its attempt was abandoned, or
-//     first started more than 1 s after its due time), jobs lost (no done
-//     line), and jobs started again. Every 100th of them runs for a
+//     first started more than 250 ms after its due time), jobs lost (no
+//     done line, and, for jobworker, a record still in the engine: a
+//     killed worker may record an attempt's end and die before it prints
+//     the line), and jobs started again. Every 100th of them runs for a
 //     second, so that each worker has attempts in flight when one is
 //     killed: an asynq worker holds nothing else, while a jobworker also
 //     holds the pending jobs it will fire;
@@ -148,8 +150,11 @@ const (
 	quietPerJobs = 100
 	// lateStart is how late after its due time a first start counts as
 	// late in the kill phase: a job that the killed worker held until
-	// another took it over.
-	lateStart = time.Second
+	// another took it over. It lies above a healthy fleet's lateness at
+	// the rates of the kill phase and below the shortest takeover, a
+	// lease of 1 s; the last takeover it misses started within lateStart
+	// of the takeover's end.
+	lateStart = 250 * time.Millisecond
 )
 
 // quietJitter is how many more messages a quiet window may see than

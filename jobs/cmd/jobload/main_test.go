@@ -119,6 +119,25 @@ func TestCollectorCountsLostTwiceAndLateness(t *testing.T) {
 	assert.Equal(t, 1, c.ends["done"])
 }
 
+// TestUnfinishedOnNamesTheJobsLastStartedOnANode checks which jobs the
+// kill phase asks the engine about: not finished, and last started on the
+// killed worker.
+func TestUnfinishedOnNamesTheJobsLastStartedOnANode(t *testing.T) {
+	c := newCollector()
+	keys := func(i int) string { return key("k", i) }
+	for _, e := range []event{
+		{Event: "start", Job: "k-0000000", Attempt: 1, Node: "w0"}, // in flight on w0 at the end
+		{Event: "start", Job: "k-0000001", Attempt: 1, Node: "w0"},
+		{Event: "done", Job: "k-0000001", Attempt: 1, Node: "w0"},
+		{Event: "start", Job: "k-0000002", Attempt: 1, Node: "w0"},
+		{Event: "start", Job: "k-0000002", Attempt: 1, Node: "w1"}, // started again elsewhere
+		{Event: "start", Job: "k-0000003", Attempt: 1, Node: "w1"},
+	} {
+		c.add(e)
+	}
+	assert.Equal(t, []string{"k-0000000"}, c.unfinishedOn(5, keys, "w0"), "k-0000004 never started")
+}
+
 func TestLastRecoveryIsTheLatestRestartOrLateFirstStart(t *testing.T) {
 	c := newCollector()
 	keys := func(i int) string { return key("k", i) }

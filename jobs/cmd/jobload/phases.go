@@ -39,6 +39,7 @@ type result struct {
 	KillLate     bool          // whether any job started late
 	KillAddLate  time.Duration // how long after the first due time the adding ended, if it did
 	killMeasured bool
+	killAsked    bool // the engine was asked about the jobs with no end line
 
 	// Ceiling.
 	Steps    []streamResult
@@ -376,6 +377,9 @@ func (ph *phaser) stream(ctx context.Context, f *fleet, col *collector, prefix s
 	return s, nil
 }
 
+// killedWorker is the worker the kill phase kills.
+const killedWorker = 0
+
 func (ph *phaser) kill(ctx context.Context, f *fleet, col *collector) error {
 	c, res := ph.cfg, ph.res
 	n := c.KillDue
@@ -407,8 +411,8 @@ func (ph *phaser) kill(ctx context.Context, f *fleet, col *collector) error {
 	case <-time.After(time.Until(killAt)):
 	}
 	killed := time.Now()
-	killWorker(f, 0)
-	ph.log("kill: worker 0 killed with SIGKILL, %s of %s jobs started so far", loadtest.Commas(int64(col.startedCount())), loadtest.Commas(int64(n)))
+	killWorker(f, killedWorker)
+	ph.log("kill: worker %d killed with SIGKILL, %s of %s jobs started so far", killedWorker, loadtest.Commas(int64(col.startedCount())), loadtest.Commas(int64(n)))
 	wait := c.killBound() + 10*time.Second
 	if ph.sys.name() == sysAsynq {
 		wait = c.PeerWait
@@ -425,11 +429,28 @@ func (ph *phaser) kill(ctx context.Context, f *fleet, col *collector) error {
 	}
 	keys := func(i int) string { return key("k", i) }
 	res.Kill = col.outcome(n, keys)
+	if f.ended != nil {
+		res.killAsked = true
+		// An attempt of the killed worker that recorded its end in the
+		// engine and was killed before it printed it: the end line is
+		// lost, the job is not.
+		for _, k := range col.unfinishedOn(n, keys, nodeName(killedWorker)) {
+			gone, err := f.ended(ctx, k)
+			if err != nil {
+				return err
+			}
+			if gone {
+				res.Kill.Unfinished--
+				res.Kill.EndedUnseen++
+			}
+		}
+	}
 	if last, ok := col.lastRecovery(n, keys, lateStart); ok {
 		res.KillTakeover, res.KillLate = time.UnixMilli(last).Sub(killed), true
 	}
 	res.killMeasured = true
-	ph.log("kill: %s lost, %s jobs started again, last recovered job started %v after the kill", loadtest.Commas(int64(res.Kill.Unfinished)),
+	ph.log("kill: %s lost, %s ended with the end line lost in the kill, %s jobs started again, last recovered job started %v after the kill",
+		loadtest.Commas(int64(res.Kill.Unfinished)), loadtest.Commas(int64(res.Kill.EndedUnseen)),
 		loadtest.Commas(int64(res.Kill.Repeated)), res.KillTakeover.Round(time.Millisecond))
 	return nil
 }

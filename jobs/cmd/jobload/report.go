@@ -213,8 +213,11 @@ func (r *report) table(w io.Writer) {
 		})
 		t.Row("kill: last recovered job started, after the kill", takeover)
 		t.Quantiles("kill: lateness", func(r *result) []int64 { return r.Kill.Lateness })
-		t.Row("kill: jobs lost (no done line)", func(r *result) string {
+		t.Row("kill: jobs lost (no done line, not ended in the engine)", func(r *result) string {
 			return loadtest.OrDash(r.killMeasured, loadtest.Commas(int64(r.Kill.Unfinished)))
+		})
+		t.Row("kill: ended in the engine, end line lost in the kill", func(r *result) string {
+			return loadtest.OrDash(r.killMeasured && r.killAsked, loadtest.Commas(int64(r.Kill.EndedUnseen)))
 		})
 		t.Row("kill: jobs started again / same attempt", func(r *result) string {
 			return loadtest.OrDash(r.killMeasured, loadtest.Commas(int64(r.Kill.Repeated))+" / "+loadtest.Commas(int64(r.Kill.Twice)))

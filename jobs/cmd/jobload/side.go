@@ -55,6 +55,11 @@ type fleet struct {
 	// producer sends what it has been handed (see jobsBatches), 0 for a
 	// bulk load sent as fast as it goes.
 	newProducer func(ctx context.Context, every time.Duration) (producer, error)
+	// ended reports whether the engine no longer holds the job key, nil
+	// where the engine is not asked (asynq, whose workers print the end
+	// line before they record the end, so that a kill between the two
+	// runs the task again rather than hiding its end).
+	ended func(ctx context.Context, key string) (bool, error)
 }
 
 // cpu returns the CPU time the workers and the engine have used so far.
@@ -120,7 +125,7 @@ func (s *jobsSystem) up(ctx context.Context, r *runDir, phase string, n int, col
 	f := &fleet{eng: eng}
 	f.stopWorker = func(i int) { f.workers[i].stop(15 * time.Second) }
 	for i := range n {
-		node := fmt.Sprintf("w%d", i)
+		node := nodeName(i)
 		w, err := startProcess(ctx, r.dir, "jobs-"+phase+"-"+node, s.jobworker,
 			[]string{"-nats", eng.url, "-node", node, "-queue", phase, "-lease", s.lease.String(),
 				"-workers", strconv.Itoa(s.pool), "-grace", "2s"}, nil, col.line)
@@ -142,7 +147,26 @@ func (s *jobsSystem) up(ctx context.Context, r *runDir, phase string, n int, col
 		}
 		return &jobsBatches{start: start, every: every, limit: s.loadBatch, sem: make(chan struct{}, at)}, nil
 	}
+	f.ended = func(ctx context.Context, key string) (bool, error) {
+		return jobctlGone(ctx, s.jobctl, eng.url, phase, key)
+	}
 	return f, nil
+}
+
+// jobctlGone runs jobctl get for key and reports whether the engine holds
+// no job under it (state unknown: never added, done, or cancelled).
+func jobctlGone(ctx context.Context, jobctl, url, queue, key string) (bool, error) {
+	out, err := exec.CommandContext(ctx, jobctl, "-nats", url, "-queue", queue, "get", "-key", key).Output()
+	if err != nil {
+		return false, fmt.Errorf("jobctl get -key %s: %w", key, err)
+	}
+	var got struct {
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		return false, fmt.Errorf("jobctl get -key %s printed %q: %w", key, out, err)
+	}
+	return got.State == "unknown", nil
 }
 
 // jobctlLoad is a jobctl load process fed on its standard input.
@@ -362,7 +386,7 @@ func (s *asynqSystem) up(ctx context.Context, r *runDir, phase string, n int, co
 		}
 	}
 	for i := range n {
-		wf := asynqWorkerFlags{redis: eng.addr, node: fmt.Sprintf("w%d", i), opts: s.opts}
+		wf := asynqWorkerFlags{redis: eng.addr, node: nodeName(i), opts: s.opts}
 		w, err := startProcess(ctx, r.dir, "asynq-"+phase+"-"+wf.node, self, wf.args(),
 			[]string{loadtest.ChildEnv + "=1"}, col.line)
 		if err != nil {
@@ -396,6 +420,9 @@ func buildJobs(ctx context.Context, dir, bin string) (jobworker, jobctl string, 
 	}
 	return filepath.Join(bin, "jobworker"), filepath.Join(bin, "jobctl"), nil
 }
+
+// nodeName is the node name of a fleet's worker i, on either system.
+func nodeName(i int) string { return fmt.Sprintf("w%d", i) }
 
 // killWorker ends worker i of f with SIGKILL.
 func killWorker(f *fleet, i int) { f.workers[i].signal(syscall.SIGKILL) }
