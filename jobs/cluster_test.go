@@ -100,3 +100,34 @@ func TestR3ServerLossLosesNoJob(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseReadOnR3IsTheLeaders checks the read that settles an epoch a
+// worker has not seen, from a client on each server of an R3 cluster: it
+// finds a live worker's lease with its epoch, and none once the worker
+// has stopped and removed it.
+func TestLeaseReadOnR3IsTheLeaders(t *testing.T) {
+	urls := startCluster(t)
+	clients := make([]*jobs.Client, len(urls))
+	for i, u := range urls {
+		c, err := jobs.Open(ctxOf(t), dial(t, u), jobs.Config{Replicas: 3})
+		require.NoError(t, err)
+		clients[i] = c
+	}
+	w, err := clients[0].StartWorker(ctxOf(t), jobs.WorkerConfig{Node: "a", Lease: 2 * time.Second, Handler: succeed})
+	require.NoError(t, err)
+	for i, c := range clients {
+		epoch, ok, err := c.LeaseOf(ctxOf(t), "a")
+		require.NoError(t, err, "server %d", i)
+		assert.True(t, ok, "server %d", i)
+		assert.Equal(t, w.Epoch(), epoch, "server %d", i)
+		_, ok, err = c.LeaseOf(ctxOf(t), "nobody")
+		require.NoError(t, err, "server %d", i)
+		assert.False(t, ok, "server %d: a node that never registered", i)
+	}
+	require.NoError(t, w.Stop(ctxOf(t)))
+	for i, c := range clients {
+		_, ok, err := c.LeaseOf(ctxOf(t), "a")
+		require.NoError(t, err, "server %d", i)
+		assert.False(t, ok, "server %d: the lease is removed at Stop", i)
+	}
+}

@@ -1,5 +1,7 @@
 package jobs
 
+import "context"
+
 // AttemptAt runs the attempt of job key recorded at revision rev, as a
 // fire of this worker's heap would.
 func (w *Worker) AttemptAt(key string, rev uint64) { w.attempt(kvKey(key), rev) }
@@ -30,3 +32,13 @@ func (w *Worker) ForgetLease(node string) {
 	w.mu.Unlock()
 	w.rebalance()
 }
+
+// LeaseOf is leaseOf: the epoch of node's lease as the stream leader
+// holds it, and whether there is one.
+func (c *Client) LeaseOf(ctx context.Context, node string) (string, bool, error) {
+	lv, ok, err := c.leaseOf(ctx, node)
+	return lv.Epoch, ok, err
+}
+
+// Epoch returns the worker's current lease epoch.
+func (w *Worker) Epoch() string { return w.currentEpoch() }

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/fnv"
+	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,6 +22,64 @@ func newEpoch() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// leaseOf reads node's lease as the nodes bucket's stream leader holds
+// it, and reports false if there is none (never written, expired, or
+// purged). A KV Get is a direct get, which any replica of a replicated
+// bucket may answer; one that has not yet applied a lease just created
+// would make a live worker's epoch look over, and its running attempt
+// start a second time. The leader answers only after it holds every
+// acknowledged write. It costs one request, made only to settle an epoch
+// this worker has not seen.
+func (c *Client) leaseOf(ctx context.Context, node string) (leaseValue, bool, error) {
+	bucket := "jobs-" + c.queue + "-nodes"
+	req, _ := json.Marshal(struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{"$KV." + bucket + "." + node})
+	msg, err := c.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
+	if err != nil {
+		return leaseValue{}, false, err
+	}
+	var resp struct {
+		Message *struct {
+			Header []byte `json:"hdrs"`
+			Data   []byte `json:"data"`
+		} `json:"message"`
+		Error *struct {
+			Code        int    `json:"code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return leaseValue{}, false, fmt.Errorf("jobs: lease of %s: %w", node, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.Code == http.StatusNotFound:
+		return leaseValue{}, false, nil
+	case resp.Error != nil:
+		return leaseValue{}, false, fmt.Errorf("jobs: lease of %s: %s", node, resp.Error.Description)
+	case resp.Message == nil:
+		return leaseValue{}, false, fmt.Errorf("jobs: lease of %s: an empty answer", node)
+	}
+	if len(resp.Message.Header) > 0 {
+		h, err := nats.DecodeHeadersMsg(resp.Message.Header)
+		if err != nil {
+			return leaseValue{}, false, fmt.Errorf("jobs: lease of %s: %w", node, err)
+		}
+		// A delete, a purge or an expiry leaves a marker in the key's place.
+		if h.Get(kvOperation) != "" || h.Get(jetstream.MarkerReasonHeader) != "" {
+			return leaseValue{}, false, nil
+		}
+	}
+	var lv leaseValue
+	if json.Unmarshal(resp.Message.Data, &lv) != nil {
+		return leaseValue{}, false, nil
+	}
+	return lv, true, nil
+}
+
+// kvOperation is the header of a KV delete or purge marker.
+const kvOperation = "KV-Operation"
 
 // register writes the worker's lease with a fresh epoch. A lease left
 // under the same node name by an earlier life (a killed process restarted

@@ -803,16 +803,9 @@ func (w *Worker) epochAlive(ctx context.Context, node, epoch string) (bool, erro
 	if !ValidName(node) {
 		return false, nil
 	}
-	e, err := w.c.nodes.Get(ctx, node)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return false, nil
-	}
-	if err != nil {
+	lv, ok, err := w.c.leaseOf(ctx, node)
+	if err != nil || !ok {
 		return false, err
-	}
-	var lv leaseValue
-	if json.Unmarshal(e.Value(), &lv) != nil {
-		return false, nil
 	}
 	return lv.Epoch == epoch, nil
 }
