@@ -54,8 +54,8 @@
 // worker's lease went away or was taken over under another epoch. An
 // epoch the holder has not seen in any lease (its worker may have
 // registered since the holder last saw the leases) is settled by reading
-// that worker's lease, so that a holder's stale view never starts a live
-// worker's attempt twice. A worker killed without warning thus loses its jobs to
+// that worker's lease from the stream's leader, so that neither a holder's
+// stale view nor a replica behind it starts a live worker's attempt twice. A worker killed without warning thus loses its jobs to
 // the live workers when its lease expires (the expiry marker, or the
 // listing of leases each worker makes once a lease). [Worker.Stop] marks
 // the lease draining first, so that the others take the partitions at

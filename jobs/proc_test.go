@@ -313,3 +313,46 @@ func TestSIGTERMHandsPendingJobsAtOnce(t *testing.T) {
 	}
 	assert.Len(t, byEvent("start", a, b), 100)
 }
+
+// TestSIGKILLedWorkerOnR3HandsItsRunningAttemptsOver checks guarantees 1
+// and 5 with worker processes on a three-server cluster and replicated
+// buckets: the attempts a killed worker was running start again on the
+// other worker, with the same attempt numbers, within 2 leases + 5 s of
+// the kill; the other worker's own attempts do not start again; every job
+// ends done.
+func TestSIGKILLedWorkerOnR3HandsItsRunningAttemptsOver(t *testing.T) {
+	urls := startCluster(t)
+	args := func(node string, i int) []string {
+		return []string{"-nats", strings.Join(rotate(urls, i), ","), "-node", node, "-lease", "1s", "-replicas", "3"}
+	}
+	a := startWorkerProc(t, args("a", 0)...)
+	b := startWorkerProc(t, args("b", 1)...)
+	const n = 20
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "{\"job\":\"s%d\",\"in\":\"0s\",\"payload\":%q}\n", i, `{"sleep":"3s"}`)
+	}
+	_, _, code := jobctl(t, in.String(), "-nats", urls[2], "-replicas", "3", "load")
+	require.Equal(t, 0, code)
+	eventually(t, 10*time.Second, func() bool { return len(byEvent("start", a)) > 0 && len(byEvent("start", b)) > 0 }, "both workers run attempts")
+	require.NoError(t, b.cmd.Process.Kill())
+	kill := time.Now()
+	<-b.done
+	abandoned := byEvent("start", b)
+	require.Empty(t, byEvent("done", b), "b was killed while its attempts slept")
+
+	eventually(t, 30*time.Second, func() bool { return len(byEvent("done", a)) == n }, "every job done on a")
+	onA := map[string][]line{}
+	for _, s := range byEvent("start", a) {
+		onA[s.Job] = append(onA[s.Job], s)
+	}
+	for _, s := range abandoned {
+		again := onA[s.Job]
+		if assert.Len(t, again, 1, "%s: b's attempt starts again on a, once", s.Job) {
+			assert.Equal(t, s.Attempt, again[0].Attempt, "%s: with the same attempt number", s.Job)
+			assert.Less(t, time.UnixMilli(again[0].At).Sub(kill), 2*time.Second+5*time.Second, s.Job)
+		}
+	}
+	assert.Len(t, onA, n, "every job started on a")
+	assert.Len(t, byEvent("start", a), n, "a's own attempts do not start again")
+}
