@@ -48,6 +48,14 @@ type Client struct {
 	nodes jetstream.KeyValue // "jobs-<queue>-nodes": one lease per live worker
 }
 
+// The names JetStream's KV layer gives a bucket's stream and its keys'
+// subjects, for the requests that go past the KV API.
+func kvStream(bucket string) string       { return "KV_" + bucket }
+func kvSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
+
+func (c *Client) jobsBucket() string  { return "jobs-" + c.queue }
+func (c *Client) nodesBucket() string { return "jobs-" + c.queue + "-nodes" }
+
 // Open returns a Client of cfg's queue on nc, creating the queue's buckets
 // if they are missing. It returns [ErrInvalidName] or [ErrInvalidReplicas]
 // for a bad cfg, and the engine's error if the buckets cannot be found or made
@@ -74,13 +82,13 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Client, error) {
 	// marker of a finished job by PurgeTTL. Workers that start together on
 	// a fresh cluster all create them: ensure converges on one bucket.
 	c.jobs, err = ensure.KeyValue(ctx, js, jetstream.KeyValueConfig{
-		Bucket: "jobs-" + cfg.Queue, History: 1, Replicas: cfg.Replicas, LimitMarkerTTL: markerTTL,
+		Bucket: c.jobsBucket(), History: 1, Replicas: cfg.Replicas, LimitMarkerTTL: markerTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: bucket jobs-%s: %w", cfg.Queue, err)
 	}
 	c.nodes, err = ensure.KeyValue(ctx, js, jetstream.KeyValueConfig{
-		Bucket: "jobs-" + cfg.Queue + "-nodes", History: 1, Replicas: cfg.Replicas, LimitMarkerTTL: time.Hour,
+		Bucket: c.nodesBucket(), History: 1, Replicas: cfg.Replicas, LimitMarkerTTL: time.Hour,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: bucket jobs-%s-nodes: %w", cfg.Queue, err)

@@ -3,11 +3,14 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-schedule/schedule/jobs"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -130,4 +133,59 @@ func TestLeaseReadOnR3IsTheLeaders(t *testing.T) {
 		require.NoError(t, err, "server %d", i)
 		assert.False(t, ok, "server %d: the lease is removed at Stop", i)
 	}
+}
+
+// TestReplacementAfterWatchServerLossReachesTheWorker checks that a
+// worker's partition watch outlives the loss of the server its consumer
+// lives on: after that server is shut down, a job replaced to be due at
+// once (an update that only the partition's watch brings to the worker)
+// starts within 10 s of the replacement. A KV watch stayed silent about
+// 20 s there.
+func TestReplacementAfterWatchServerLossReachesTheWorker(t *testing.T) {
+	servers, urls := startClusterServers(t)
+	var evs events
+	c, err := jobs.Open(ctxOf(t), dialAll(t, urls), jobs.Config{Replicas: 3})
+	require.NoError(t, err)
+	w, err := c.StartWorker(ctxOf(t), jobs.WorkerConfig{Node: "a", Lease: 2 * time.Second, Handler: succeed, OnEvent: evs.add})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(c)
+	})
+	require.NoError(t, c.Add(ctxOf(t), "k", time.Now().Add(time.Hour), nil))
+	eventually(t, 10*time.Second, func() bool { return w.Pending() == 1 }, "the worker arms the job")
+
+	// The server that hosts the consumer of k's partition.
+	filter := "$KV.jobs-" + jobs.DefaultQueue + "." + strings.SplitN(jobs.KVKey("k"), ".", 2)[0] + ".>"
+	host := -1
+	for i, s := range servers {
+		jsz, err := s.Jsz(&server.JSzOptions{Accounts: true, Streams: true, Consumer: true, Config: true})
+		require.NoError(t, err)
+		for _, a := range jsz.AccountDetails {
+			for _, st := range a.Streams {
+				for _, ci := range st.Consumer {
+					if ci != nil && ci.Config != nil && (ci.Config.FilterSubject == filter || slices.Contains(ci.Config.FilterSubjects, filter)) {
+						if ci.Cluster == nil || ci.Cluster.Leader == "" || ci.Cluster.Leader == s.Name() {
+							host = i
+						}
+					}
+				}
+			}
+		}
+	}
+	require.NotEqual(t, -1, host, "a consumer with filter %s", filter)
+	servers[host].Shutdown()
+
+	// The replacement, once the stream has a leader again.
+	var replaced time.Time
+	eventually(t, 20*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		replaced = time.Now()
+		return c.Add(ctx, "k", replaced, nil) == nil
+	}, "the replacement lands")
+	eventually(t, 30*time.Second, func() bool { return evs.count(jobs.EventStart) == 1 }, "the replaced job starts")
+	started := evs.all()[0].At
+	assert.Less(t, started.Sub(replaced), 10*time.Second, "the replaced job starts soon after the replacement")
 }

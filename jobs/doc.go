@@ -36,8 +36,9 @@
 //
 // Each worker watches the leases. The non-draining live workers share the
 // partitions by rendezvous hashing; each worker watches the records of its
-// partitions and keeps, per job, its KV key, revision and heap task: no
-// payload. It arms one go-schedule task per pending job at its due time;
+// partitions (an ordered consumer per partition, replaced by the client
+// when the engine's heartbeats to it stop) and keeps, per job, its KV key,
+// revision and heap task: no payload. It arms one go-schedule task per pending job at its due time;
 // nothing polls the engine. When a task fires, the worker reads the record
 // (the payload), checks it is still the revision it armed, and writes it
 // running by compare-and-set on that revision: the start. Only one

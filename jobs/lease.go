@@ -32,11 +32,10 @@ func newEpoch() string {
 // acknowledged write. It costs one request, made only to settle an epoch
 // this worker has not seen.
 func (c *Client) leaseOf(ctx context.Context, node string) (leaseValue, bool, error) {
-	bucket := "jobs-" + c.queue + "-nodes"
 	req, _ := json.Marshal(struct {
 		LastBySubject string `json:"last_by_subj"`
-	}{"$KV." + bucket + "." + node})
-	msg, err := c.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
+	}{kvSubject(c.nodesBucket(), node)})
+	msg, err := c.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+kvStream(c.nodesBucket()), req)
 	if err != nil {
 		return leaseValue{}, false, err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,12 +170,31 @@ type entry struct {
 	task schedule.TaskID // its pending fire, or 0
 }
 
-// partWatch is the watch of one partition the worker holds.
+// partWatch is the watch of one partition the worker holds: an ordered
+// consumer of the partition's records, which the client replaces when its
+// heartbeats stop (see watchBeat).
 type partWatch struct {
-	w      jetstream.KeyWatcher
-	cancel context.CancelFunc
-	done   chan struct{}
+	cc   jetstream.ConsumeContext
+	done <-chan struct{} // closed once the consumer has stopped delivering
 }
+
+// stop ends the watch; done closes once its last delivery has returned.
+func (pw *partWatch) stop() { pw.cc.Stop() }
+
+// watchBeat is how often the engine tells a partition's watch that it is
+// alive while no record changes. A KV watch (a push consumer with the
+// client's default idle heartbeat of 5 s) whose consumer was on a server
+// that died stayed silent about 20 s before the client replaced it, and an
+// update meant for it (a job replaced to run sooner) waited as long. With
+// a pull consumer beating every second, the client replaces a silent one
+// after two missed beats. The beats cost the engine one message a second
+// per partition held, whatever the number of jobs.
+const watchBeat = time.Second
+
+// watchGone is how long a partition's consumer outlives its watch's end in
+// the engine, for the watches that end without a word to it: a worker
+// killed, or a consumer replaced after its server went silent.
+const watchGone = 30 * time.Second
 
 // Worker runs the jobs of the partitions it holds. Start it with
 // [Client.StartWorker] and stop it with [Worker.Stop]. Its methods are safe
@@ -400,26 +420,29 @@ func (w *Worker) epochLiveLocked(epoch string) bool {
 
 // hold starts watching partition p.
 func (w *Worker) hold(p int) error {
-	// The watch lives as long as its context: one of its own, ended when
-	// the partition is let go.
-	ctx, cancel := context.WithCancel(context.Background())
-	kw, err := w.c.jobs.Watch(ctx, partitionPrefix(p)+".>")
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	cons, err := w.c.js.OrderedConsumer(ctx, kvStream(w.c.jobsBucket()), jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{kvSubject(w.c.jobsBucket(), partitionPrefix(p)+".>")},
+		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		InactiveThreshold: watchGone,
+	})
 	if err != nil {
-		cancel()
 		return err
 	}
-	pw := &partWatch{w: kw, cancel: cancel, done: make(chan struct{})}
+	prefix := kvSubject(w.c.jobsBucket(), "")
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if u, ok := msgUpdate(m, prefix); ok {
+			w.apply(u)
+		}
+	}, jetstream.PullHeartbeat(watchBeat))
+	if err != nil {
+		return err
+	}
+	pw := &partWatch{cc: cc, done: cc.Closed()}
 	w.mu.Lock()
 	w.held[p] = pw
 	w.mu.Unlock()
-	go func() {
-		defer close(pw.done)
-		for e := range kw.Updates() {
-			if e != nil {
-				w.apply(e)
-			}
-		}
-	}()
 	return nil
 }
 
@@ -433,8 +456,7 @@ func (w *Worker) release(p int) {
 	if pw == nil {
 		return
 	}
-	_ = pw.w.Stop()
-	pw.cancel()
+	pw.stop()
 	// The watch's channel closes once the client has unsubscribed; with
 	// the engine unreachable that can wait for the connection's end, and
 	// letting go must not.
@@ -470,9 +492,41 @@ func (w *Worker) scheduleLocked(e *entry, due time.Time) {
 	e.task = id
 }
 
-// apply brings a job's entry up to a record the watch delivered.
-func (w *Worker) apply(kve jetstream.KeyValueEntry) {
-	k, rev := kve.Key(), kve.Revision()
+// update is a change of one job record: as a partition's watch delivers
+// it, or as a read finds it.
+type update struct {
+	key   string // the KV key
+	rev   uint64
+	put   bool // false for a delete or purge marker
+	value []byte
+}
+
+// entryUpdate is the update a KV read returned.
+func entryUpdate(e jetstream.KeyValueEntry) update {
+	return update{key: e.Key(), rev: e.Revision(), put: e.Operation() == jetstream.KeyValuePut, value: e.Value()}
+}
+
+// msgUpdate is the update a message of the jobs bucket's stream carries,
+// its subject prefix being the bucket's; false for a message that is not
+// a record's.
+func msgUpdate(m jetstream.Msg, prefix string) (update, bool) {
+	key, ok := strings.CutPrefix(m.Subject(), prefix)
+	meta, err := m.Metadata()
+	if !ok || err != nil {
+		return update{}, false
+	}
+	u := update{key: key, rev: meta.Sequence.Stream, put: true, value: m.Data()}
+	// A delete, a purge or an expiry leaves a marker in the key's place.
+	if h := m.Headers(); h.Get(kvOperation) != "" || h.Get(jetstream.MarkerReasonHeader) != "" {
+		u.put = false
+	}
+	return u, true
+}
+
+// apply brings a job's entry up to a record the watch delivered or a read
+// found.
+func (w *Worker) apply(u update) {
+	k, rev := u.key, u.rev
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopping {
@@ -482,13 +536,13 @@ func (w *Worker) apply(kve jetstream.KeyValueEntry) {
 	if e != nil && rev <= e.rev {
 		return
 	}
-	if kve.Operation() != jetstream.KeyValuePut {
+	if !u.put {
 		if e != nil {
 			w.dropLocked(e)
 		}
 		return
 	}
-	h, _, ok := decodeRecord(kve.Value())
+	h, _, ok := decodeRecord(u.value)
 	if !ok || h.State == StateDead {
 		if e != nil {
 			w.dropLocked(e)
@@ -687,7 +741,7 @@ func (w *Worker) attempt(k string, rev uint64) outcome {
 		// Moved on. The watch brings the newer record too, but a watch
 		// whose server died can stall for many seconds without an error:
 		// act on the record read here rather than wait for it.
-		w.apply(kve)
+		w.apply(entryUpdate(kve))
 		return outcomeMoved
 	}
 	h, payload, ok := decodeRecord(kve.Value())
@@ -867,10 +921,7 @@ func (w *Worker) stop(grace context.Context) error {
 	// client's timeout when the engine is gone: stop them side by side.
 	for _, pw := range held {
 		if pw != nil {
-			go func() {
-				_ = pw.w.Stop()
-				pw.cancel()
-			}()
+			go pw.stop()
 		}
 	}
 	until := time.Now().Add(watchStopWait)
