@@ -190,8 +190,8 @@ func (c *Conn) online(ctx context.Context) (*Record, error) {
 // (nothing recorded by this call); ErrInvalidReason; or ctx's error, the
 // record unchanged as far as this call knows. It waits for the engine as
 // Connect does. Once a call has ended the connection, a later one records
-// nothing and returns an error: the first call's, or, when the first
-// recorded, one saying that the connection is recorded offline already.
+// nothing and returns an error: the first call's, or [ErrAlreadyOffline]
+// when the first recorded.
 func (c *Conn) Offline(ctx context.Context, reason Reason) error {
 	if reason != ReasonTimeout && reason != ReasonClosed {
 		return ErrInvalidReason
@@ -272,7 +272,7 @@ func (c *Conn) finish(err, endWith error) {
 	c.endOnce.Do(func() {
 		c.endErr = err
 		if err == nil {
-			c.endErr = errOfflineDone
+			c.endErr = ErrAlreadyOffline
 		}
 		close(c.done)
 		if endWith != nil {
@@ -280,9 +280,6 @@ func (c *Conn) finish(err, endWith error) {
 		}
 	})
 }
-
-// errOfflineDone is what a second Offline returns after a first recorded.
-var errOfflineDone = errors.New("presence: the connection is already recorded offline")
 
 // end ends c from the node's side: the end function gets err.
 func (c *Conn) end(err error) {

@@ -29,6 +29,9 @@ var (
 	// returns it when the connection it wrote lost before it returned, and
 	// the end function of a connection that a newer one ended gets it.
 	ErrSuperseded = errors.New("presence: the record belongs to a newer connection")
+	// ErrAlreadyOffline is returned by [Conn.Offline] called again after a
+	// call that recorded the connection offline: nothing more is recorded.
+	ErrAlreadyOffline = errors.New("presence: the connection is already recorded offline")
 	// ErrLeaseLost is returned by [Conn.Offline], and given to the end
 	// function, for a connection of an epoch whose lease was lost: the
 	// node recorded nothing for it.

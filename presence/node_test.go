@@ -69,7 +69,7 @@ func TestOfflineIsRecordedOnceWithItsReason(t *testing.T) {
 	assert.Equal(t, presence.ReasonTimeout, r.Reason)
 	assert.Greater(t, r.Rev, c.Revision())
 
-	assert.Error(t, c.Offline(ctx(t), presence.ReasonClosed), "a second offline records nothing")
+	assert.ErrorIs(t, c.Offline(ctx(t), presence.ReasonClosed), presence.ErrAlreadyOffline, "a second offline records nothing")
 	again, err := n.Lookup(ctx(t), "dev")
 	require.NoError(t, err)
 	assert.Equal(t, r.Rev, again.Rev)
