@@ -160,8 +160,12 @@ func busyScheduler(t *testing.T) (s *schedule.Scheduler, release func()) {
 		defer cancel()
 		assert.NoError(t, s.ShutdownContext(ctx))
 	})
-	_, err = s.ScheduleOne(func() { <-hold }, 0)
+	// The worker must be busy before the caller makes a job due: a due
+	// job counted waiting would otherwise be this one.
+	busy := make(chan struct{})
+	_, err = s.ScheduleOne(func() { close(busy); <-hold }, 0)
 	require.NoError(t, err)
+	<-busy
 	return s, release
 }
 
