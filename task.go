@@ -59,25 +59,6 @@ const (
 	never = int64(math.MaxUint64 >> whenShift)
 )
 
-// clock gives deadlines as nanoseconds since the scheduler's epoch, on the
-// monotonic clock: the unit of a word's deadline, and of never.
-type clock struct{ epoch time.Time }
-
-func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
-
-// deadline converts a delay from now into a deadline, clamped to
-// [now, never].
-func (c clock) deadline(delay time.Duration) int64 {
-	now := c.now()
-	if delay <= 0 {
-		return now
-	}
-	if int64(delay) > never-now {
-		return never
-	}
-	return now + int64(delay)
-}
-
 func packWord(when int64, flags uint64) uint64 { return uint64(when)<<whenShift | flags }
 func wordWhen(w uint64) int64                  { return int64(w >> whenShift) }
 func wordStatus(w uint64) uint64               { return w & statusMask }
