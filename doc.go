@@ -121,7 +121,8 @@ package schedule
 // rather than hand it a callback, the slab and the task call no one back,
 // and the heap calls back only in a rebuild, with the keep function the
 // owner gives it. And on a fired one-shot's path each goroutine enters each
-// file once:
+// file once from each file that calls it (a drain enters task.go for the
+// run, and through the slab as the slab frees the slot):
 //
 //   - The owner takes the earliest entry out of the heap when its deadline
 //     is near (deadlineHeap.popBy, limit now plus lookAhead), and then asks

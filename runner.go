@@ -46,9 +46,9 @@ import (
 // holds back jobs queued behind it while another drain could take them.
 
 // due is a task in the run queue: what its run needs, as the owner found
-// it when it handed the task over, so that the run goes to the task alone
-// before its job runs. The run holds the task (flagRunning), so its slot
-// and ID stay the task's until the run lets go.
+// it when it handed the task over, so that the run need not look the task
+// up in the slab. The run holds the task (flagRunning), so its slot and ID
+// stay the task's until the run lets go.
 type due struct {
 	t    *task
 	id   TaskID
@@ -339,9 +339,9 @@ func (r *runner) endDrain(fb *freeBatch, left, first *bool) {
 
 // runJob runs the job of the due task d, unless it was cancelled while it
 // waited or the scheduler has shut down since, and frees its slot (in
-// fb's batch) if no one holds it any more. The run goes to the task once
-// (task.run): the task runs the job and lets go of it, and the runner
-// counts the start before and deals with a panic around it. A job that
+// fb's batch) if no one holds it any more. A one-shot's run goes to the
+// task once (task.run): the task runs the job and lets go of it, and the
+// runner counts the start before and deals with a panic around it. A job that
 // panics or ends its goroutine does not come back through task.run: the
 // run then lets go here, after the panic was dealt with, so that a
 // repeating task's next run cannot start while its panic is reported.
