@@ -97,55 +97,66 @@ package schedule
 //   - The owner goroutine (owner.go) is alone with the deadline heap
 //     (heap.go) and its timer. It pushes every entry itself, and tells a
 //     task's current entry from its tombstones by their tags. The heap
-//     knows nothing of its users: it pushes, pops, removes, lowers and
-//     rebuilds with a keep function it is given. The cancel strategy
-//     (cancel.go) is what differs between lazy and eager cancel: what a
-//     cancel and a deadline moved earlier do to the heap, when it is
-//     rebuilt and how much room a rebuilt heap keeps; it counts the
-//     cancels. It holds no reference to the owner or to a task; the owner
+//     knows nothing of its users: it pushes, pops its earliest entry when
+//     that is due by a limit it is given, removes, lowers and rebuilds with
+//     a keep function it is given. The cancel strategy (cancel.go) is what
+//     differs between lazy and eager cancel: what a cancel and a deadline
+//     moved earlier do to the heap, when it is rebuilt and how much room a
+//     rebuilt heap keeps; it counts the cancels. It holds no reference to the owner or to a task; the owner
 //     passes it the heap and does the rebuilds it asks for.
 //   - Drains (runner.go), on the ants pool, take due tasks from the run
 //     queue, which the owner fills, and run their jobs.
 //
 // task.go (the state word and its transitions, the generation, and the
-// clock its deadlines are read on) and slab.go are leaves that all three
-// share; no other file stores to the word or swaps it. Each counter is
-// declared beside the code that writes it (Scheduler.scheduled in
-// schedule.go, the strategies' cancelCount in cancel.go, outcomes in
-// runner.go), and stats.go reads
-// them for Stats; options.go, errors.go and poolcheck.go serve New.
+// job), clock.go (the clock deadlines are read on) and slab.go are leaves
+// that all three share; no other file stores to the word or swaps it.
+// Each counter is declared beside the code that writes it
+// (Scheduler.scheduled in schedule.go, the strategies' cancelCount in
+// cancel.go, outcomes in runner.go), and stats.go reads them for Stats;
+// options.go, errors.go and poolcheck.go serve New.
 // invariants.go holds the checks that the build tag invariants compiles
 // in (invariants_on.go); without it they compile away.
 //
 // Control goes down, never back: the owner pulls requests from the inbox
 // rather than hand it a callback, the slab and the task call no one back,
 // and the heap calls back only in a rebuild, with the keep function the
-// owner gives it. A goroutine may still call one leaf more than once in
-// turn, and that is the honest shape. The owner reads the heap's top, asks
-// the task whether the entry is due, a tombstone or a postponed deadline,
-// and then pops or fixes it, as a user of container/heap reads h[0] before
-// heap.Pop: the answer depends on the task's word, which the heap must not
-// know, and a pop that took the classification as a func would only move
-// the second visit, the heap calling back into owner.go as sort.Slice
-// calls its less. The owner borrows a lane's buffer from the inbox and
-// gives it back once applied (inbox.take, inbox.keepSpare). A drain asks
-// the task whether it was cancelled, runs its job inside the drain's
-// recover, and lets go of it, each a step of the task's that the runner
-// sequences. The walk, file by file, is in
-// bench/results/2026-11-28-model/README.md.
+// owner gives it. And on a fired one-shot's path each goroutine enters each
+// file once from each file that calls it (a drain enters task.go for the
+// run, and through the slab as the slab frees the slot):
+//
+//   - The owner takes the earliest entry out of the heap when its deadline
+//     is near (deadlineHeap.popBy, limit now plus lookAhead), and then asks
+//     the task what it is: due, not due yet, a tombstone or a postponed
+//     deadline (owner.collect). The heap knows entries' deadlines, not
+//     tasks; the owner puts an entry that stays back itself (push). The
+//     popped entry's place stays a hole that the push fills with one sift
+//     down from the top, so a pop and a push back cost what reading the
+//     top and fixing it in place would.
+//   - The owner's take of a lane's requests hands back the buffer of the
+//     requests it applied last (inbox.take): one visit both borrows and
+//     returns.
+//   - The run queue carries the task and its ID with each due task, found
+//     as the owner classified the entry, so that a drain goes to the task
+//     once before its job: task.run runs the job and lets go, and the
+//     runner counts the start before it and recovers a panic around it.
+//
+// What still takes two calls to one file, and why, is in the walk, file by
+// file, in bench/results/2026-11-28-pathwalk/README.md.
 //
 // One word per idea, in names and comments alike:
 //
-//   - run: one execution of a job (runner.runJob); Stats.Started counts
-//     the runs started.
+//   - run: one execution of a job (runner.runJob, task.run); Stats.Started
+//     counts the runs started.
 //   - due: a task whose deadline has passed and that the owner has handed
 //     over to run (statusDue, task.comeDue); a timer fires, a task comes
 //     due.
 //   - drain: a pool job that takes due tasks from the run queue and runs
 //     their jobs until the queue is empty (runner.drain).
 //   - collect, hand over: the owner collects the tasks that came due
-//     (owner.collectDue) and hands them over to the run queue
-//     (owner.handOver); it runs no job itself.
+//     (owner.collectDue, owner.collect) and hands them over to the run
+//     queue (owner.handOver); it runs no job itself.
+//   - hole: the place of the heap's earliest entry, popped, until a push
+//     fills it or the last entry does (deadlineHeap.hole).
 //   - take, apply: the owner takes callers' requests from the inbox
 //     (inbox.take) and applies them (owner.applyRequests, owner.apply). A
 //     barrier is a request that names no task, for the tests (opBarrier).
@@ -153,8 +164,8 @@ package schedule
 //     (task.begin); an add that Shutdown overtook is abandoned
 //     (task.abandon).
 //   - hold, let go: the owner (flagOwned) and a run (flagRunning) each hold
-//     a task's slot, and each lets go of it (task.letGo, owner.letGo);
-//     whoever lets go last frees the slot.
+//     a task's slot, and each lets go of it (task.letGo, owner.letGo,
+//     task.endRun); whoever lets go last frees the slot.
 //   - free, vacant: a slot goes back to the slab, its task's life over
 //     (slab.free, task.free), and waits there, vacant, for reuse
 //     (slabShard.vacant, chunk.vacant).
@@ -167,7 +178,7 @@ package schedule
 //     cancelled) is a tombstone; the owner discards it when it reaches the
 //     top, or in a rebuild (owner.classify, canceller.discarded).
 //   - rebuild: the heap is rebuilt in O(n), without its tombstones
-//     (owner.rebuild, deadlineHeap.rebuild).
+//     (owner.rebuild, deadlineHeap.retain and heapify).
 //   - drop: a job that will never run though nobody cancelled it (at
 //     Shutdown, or on a released pool) is dropped, and counted in
 //     Stats.Dropped (owner.dropAll, runner.dropDue).
@@ -176,7 +187,7 @@ package schedule
 //     slabShard.trimmable).
 //   - shrink: a buffer's capacity is fitted to what it holds
 //     (deadlineHeap.shrink, deadlineHeap.shrinkAfterRebuild,
-//     inbox.keepSpare, runQueue.rewind).
+//     inbox.reuse, runQueue.rewind).
 //   - claim, unclaim: the owner or a drain claims the start of a drain
 //     (runQueue.claim), and withdraws the claim when the pool refuses it
 //     (runQueue.unclaim).

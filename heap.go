@@ -25,11 +25,21 @@ type entry struct {
 //
 // The heap knows nothing of its users: what its entries stand for, which
 // of them to keep in a rebuild, and when to rebuild are the owner's and the
-// cancel strategy's business (owner.rebuild).
+// cancel strategy's business (owner.rebuild). It hands its earliest entry
+// out only once its deadline is reached (popBy), and the owner decides
+// what becomes of it, putting it back if it is to stay (push).
+//
+// hole is set while the top entry is out (popBy) and its place not yet
+// filled: items[0] is no entry then. A push fills it with one sift down
+// from the top, which is what fixing the top entry in place would cost, so
+// that an entry taken out and put back, at its own deadline or at a later
+// one, costs no more than reading the top and fixing it. Any other method
+// first fills the hole with the last entry, which is the rest of a pop.
 type deadlineHeap struct {
 	items  []entry
 	pos    []uint32 // nil: no positions kept
 	minPos int      // the fewest positions shrink leaves
+	hole   bool
 }
 
 // noPosition is the position of a slot that has had no entry yet. No index
@@ -39,8 +49,39 @@ const noPosition = math.MaxUint32
 
 const heapArity = 4
 
-func (h *deadlineHeap) len() int   { return len(h.items) }
-func (h *deadlineHeap) top() entry { return h.items[0] }
+func (h *deadlineHeap) len() int {
+	if h.hole {
+		return len(h.items) - 1
+	}
+	return len(h.items)
+}
+
+// top returns the earliest entry; the heap must not be empty.
+func (h *deadlineHeap) top() entry {
+	h.fillHole()
+	return h.items[0]
+}
+
+// popBy takes the earliest entry out and returns it, if its deadline is
+// no later than limit; otherwise it reports false and leaves the heap as
+// it is. The entry's place stays a hole until the next call (see hole).
+func (h *deadlineHeap) popBy(limit int64) (entry, bool) {
+	h.fillHole()
+	if len(h.items) == 0 || h.items[0].when > limit {
+		return entry{}, false
+	}
+	h.hole = true
+	return h.items[0], true
+}
+
+// fillHole completes a pop whose hole no push filled: the last entry
+// takes the top's place.
+func (h *deadlineHeap) fillHole() {
+	if h.hole {
+		h.hole = false
+		h.removeAt(0)
+	}
+}
 
 // keepPositions makes the heap record every entry's position, for slots
 // up to at least minPos, which shrink never goes below. It must be called
@@ -71,6 +112,7 @@ func (h *deadlineHeap) put(i int, e entry) {
 // indexOf returns the index of slot's entry, and false when the heap keeps
 // no positions or slot has no entry.
 func (h *deadlineHeap) indexOf(slot uint32) (int, bool) {
+	h.fillHole()
 	if int(slot) >= len(h.pos) {
 		return 0, false
 	}
@@ -84,20 +126,21 @@ func (h *deadlineHeap) indexOf(slot uint32) (int, bool) {
 // entry rather than five, and the copies happen on the owner goroutine,
 // which every add waits behind. The price is capacity: up to twice the
 // entries while the heap grows, which shrink undoes as the heap empties.
+// A push right after a pop fills the pop's hole instead (see hole).
 func (h *deadlineHeap) push(e entry) {
-	if len(h.items) == cap(h.items) {
-		h.resize(2 * len(h.items))
-	}
 	if h.pos != nil && int(e.slot) >= len(h.pos) {
 		h.pos = growPositions(h.pos, max(2*len(h.pos), int(e.slot)+1))
 	}
+	if h.hole {
+		h.hole = false
+		h.down(0, e)
+		return
+	}
+	if len(h.items) == cap(h.items) {
+		h.resize(2 * len(h.items))
+	}
 	h.items = append(h.items, e)
 	h.up(len(h.items)-1, e)
-}
-
-// pop removes the top entry.
-func (h *deadlineHeap) pop() {
-	h.removeAt(0)
 }
 
 // removeAt removes the entry at index i.
@@ -142,6 +185,7 @@ func (h *deadlineHeap) lower(slot uint32, when int64) bool {
 // hold again until heapify. retain is small enough to inline, so that the
 // owner's keep function inlines into the loop.
 func (h *deadlineHeap) retain(keep func(e *entry) bool) (discarded int) {
+	h.fillHole()
 	kept := 0
 	for i := range h.items {
 		if keep(&h.items[i]) {
@@ -247,6 +291,7 @@ func (h *deadlineHeap) heapify() {
 // not shrink the heap: the owner calls shrink when no deadline is near
 // (owner.shrinkWhenQuiet).
 func (h *deadlineHeap) shrink() {
+	h.fillHole()
 	c := cap(h.items)
 	if c <= minHeapCap || len(h.items) >= c/shrinkShare {
 		return
@@ -272,6 +317,7 @@ func (h *deadlineHeap) shrink() {
 // shrinking to the bare length would make every push after a rebuild pay
 // for regrowing it.
 func (h *deadlineHeap) shrinkAfterRebuild(regrow int) {
+	h.fillHole()
 	n := len(h.items)
 	if want := n + regrow + n/shrinkSlack; cap(h.items) > want+2*n/shrinkSlack+minHeapCap {
 		h.resize(want)

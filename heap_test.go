@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -47,12 +48,30 @@ func TestHeapMatchesASortedListUnderRandomOperations(t *testing.T) {
 				h.push(entry{when: when, slot: slot})
 				want = append(want, when)
 				whens[slot] = when
-			case op < 7:
-				e := h.top()
-				h.pop()
+			case op < 6:
+				e, ok := h.popBy(math.MaxInt64)
+				require.True(t, ok)
+				require.Equal(t, len(want)-1, h.len())
+				h.fillHole() // for the raw reads of items below
 				require.Equal(t, slices.Min(want), e.when)
 				want = removeOne(want, e.when)
 				delete(whens, e.slot)
+			case op < 7:
+				// Take the top out and put it back, at its own deadline or a
+				// later one: the push fills the pop's hole.
+				top := h.top()
+				_, ok := h.popBy(top.when - 1)
+				require.False(t, ok, "popped an entry not due by the limit")
+				e, ok := h.popBy(top.when)
+				require.True(t, ok)
+				require.Equal(t, top, e)
+				want = removeOne(want, e.when)
+				if r.IntN(2) == 0 {
+					e.when += r.Int64N(1000)
+				}
+				h.push(e)
+				want = append(want, e.when)
+				whens[e.slot] = e.when
 			case op < 9:
 				i := r.IntN(h.len())
 				e := h.items[i]
@@ -92,7 +111,7 @@ func TestHeapShrinksWhenItDrains(t *testing.T) {
 		h.push(entry{when: int64(i)})
 	}
 	for h.len() > 10 {
-		h.pop()
+		h.popBy(math.MaxInt64)
 		h.shrink()
 	}
 	assert.LessOrEqual(t, cap(h.items), 1024)
@@ -105,7 +124,7 @@ func TestHeapPositionsShrinkWhenItDrains(t *testing.T) {
 		h.push(entry{when: -int64(i), slot: uint32(i)}) // the highest slots leave first
 	}
 	for h.len() > 10 {
-		h.pop()
+		h.popBy(math.MaxInt64)
 		h.shrink()
 	}
 	assert.LessOrEqual(t, len(h.pos), minPositions, "the positions kept the spike's slots")

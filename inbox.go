@@ -50,9 +50,8 @@ type inbox struct {
 	// wake holds a token while the owner has been asked to wake.
 	wake chan struct{}
 
-	// Owner only: the buffer the next lane taken gets, and how many
-	// takes in a row used little of it (keepSpare).
-	spare []op
+	// Owner only: how many takes in a row handed back a buffer of which
+	// they had used little (reuse).
 	small int
 }
 
@@ -202,10 +201,12 @@ func (in *inbox) waiting() bool { return in.busy.Load() != 0 }
 func (in *inbox) lanesWaiting() uint32 { return in.busy.Load() }
 
 // take swaps out the requests of lane k, in arrival order, for the owner to
-// apply and then hand back with keepSpare. The owner and the lanes trade
-// buffers rather than allocate: the lane's requests come out in its
-// buffer, and the inbox's spare buffer goes in.
-func (in *inbox) take(k int) []op {
+// apply, and takes back applied, the requests the owner took last and has
+// applied since. The owner and the lanes trade buffers rather than
+// allocate: the lane's requests come out in the lane's buffer, and the
+// buffer of the requests applied goes into the lane, emptied (reuse).
+func (in *inbox) take(k int, applied []op) []op {
+	empty := in.reuse(applied)
 	l := &in.lanes[k]
 	l.mu.Lock()
 	in.busy.And(^uint32(1 << k))
@@ -213,7 +214,7 @@ func (in *inbox) take(k int) []op {
 		l.room.Broadcast()
 	}
 	ops := l.ops
-	l.ops, l.from = in.spare[:0], never
+	l.ops, l.from = empty, never
 	l.mu.Unlock()
 	return ops
 }
@@ -228,20 +229,20 @@ const (
 	smallShare = 16
 )
 
-// keepSpare keeps ops, taken and applied, as the spare buffer, or shrinks it
-// away when bursts that needed its size are over.
-func (in *inbox) keepSpare(ops []op) {
+// reuse returns ops, a buffer of requests taken and applied, emptied for
+// the next requests, or nil, to shrink it away, when bursts that needed its
+// size are over. Requests hold no pointers: emptying is reslicing.
+func (in *inbox) reuse(ops []op) []op {
 	if c := cap(ops); c > bigBuffer && len(ops) < c/smallShare {
 		in.small++
 	} else {
 		in.small = 0
 	}
 	if in.small >= smallTakes {
-		in.spare, in.small = nil, 0
-		return
+		in.small = 0
+		return nil
 	}
-	clear(ops)
-	in.spare = ops
+	return ops[:0]
 }
 
 // waitingFrom returns the earliest deadline that a request waiting in the

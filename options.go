@@ -89,7 +89,10 @@ func WithPoolOptions(opts ...ants.Option) Option {
 // WithPanicHandler sets the function called, on the worker, with the ID of
 // a task whose job panicked and the value it panicked with. Without a
 // handler the panic is logged (see [WithLogger]). Either way the scheduler and
-// its pool carry on, and a repeating task keeps repeating.
+// its pool carry on, and a repeating task keeps repeating. The handler runs
+// before the run ends: a repeating task's next run does not start until it
+// returns (deadlines that pass meanwhile are skipped), so a handler that
+// cancels the task stops it.
 func WithPanicHandler(h func(id TaskID, recovered any)) Option {
 	return func(cfg *config) { cfg.onPanic = h }
 }

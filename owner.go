@@ -42,6 +42,7 @@ type ownerShares struct {
 type ownerState struct {
 	heap      deadlineHeap
 	freed     []uint32         // slots to free at the end of the loop iteration
+	taken     []op             // the requests taken last, applied: traded back at the next take
 	dueNow    []due            // due tasks collected for the run queue
 	dueCount  int              // due tasks collected in this loop iteration
 	intervals map[uint32]int64 // slot to interval, for the repeating tasks the owner holds
@@ -226,14 +227,15 @@ func (o *owner) collectDueAhead(now int64) { o.collectDue(min(now, o.inbox.waiti
 
 // applyRequests takes the requests waiting in the inbox, lane after lane,
 // and applies them. The owner pulls them rather than hand the inbox a
-// callback, so that no request comes back into the owner through the inbox.
+// callback, so that no request comes back into the owner through the inbox,
+// and it hands each buffer back with its next take, so that one visit to
+// the inbox does both.
 func (o *owner) applyRequests() {
 	for lanes := o.inbox.lanesWaiting(); lanes != 0; lanes &= lanes - 1 {
-		ops := o.inbox.take(bits.TrailingZeros32(lanes))
-		for _, r := range ops {
+		o.taken = o.inbox.take(bits.TrailingZeros32(lanes), o.taken)
+		for _, r := range o.taken {
 			o.apply(r)
 		}
-		o.inbox.keepSpare(ops)
 	}
 }
 
@@ -301,46 +303,63 @@ func (o *owner) push(slot uint32, t *task, when int64) {
 // fixes the entries of deadlines that Reset postponed while they are within
 // lookAhead of now. It first fixes the entries of deadlines moved earlier
 // without a request, if the earliest of them is due.
+//
+// The heap hands out its entries by their deadlines alone (popBy), and the
+// owner decides what becomes of each one it takes out (collect): the heap
+// knows entries, the owner knows tasks.
 func (o *owner) collectDue(now int64) {
 	if o.inbox.takeMovedEarlier(now) {
 		o.rebuild()
 	}
-	fixBy := now + int64(lookAhead)
-	for o.heap.len() > 0 {
-		e := o.heap.top()
-		if e.when > fixBy || e.when >= never {
-			break
+	by := min(now+int64(lookAhead), never-1) // an entry at never never comes due
+	for {
+		e, ok := o.heap.popBy(by)
+		if !ok || !o.collect(e, now) {
+			return
 		}
-		t, w, live := o.classify(e)
+	}
+}
+
+// collect decides, at now, what becomes of e, an entry just taken out of
+// the heap: a dead one is discarded; a live one whose task's deadline has
+// moved goes back in at the new deadline; a due one-shot is handed over and
+// leaves the heap; a due repeating task is handed over and goes back in at
+// its next deadline. A live entry not due yet goes back in as it was, and
+// collect reports false: it is the earliest deadline, and the rest can
+// wait. An entry put back keeps its tag: it is still its task's current
+// entry.
+func (o *owner) collect(e entry, now int64) (more bool) {
+	for {
+		t, id, w, live := o.classify(e)
 		if !live {
-			o.heap.pop()
 			o.cancel.discarded(1)
-			continue
+			return true
 		}
 		if when := wordWhen(w); when != e.when {
-			// Reset moved the deadline: fix the entry, look again.
-			o.heap.setWhen(0, when)
-			continue
+			// Reset moved the deadline: put the entry back at it.
+			e.when = when
+			o.heap.push(e)
+			return true
 		}
 		if e.when > now {
-			break // the earliest deadline, and it is not due yet
+			o.heap.push(e) // the earliest deadline, and it is not due yet
+			return false
 		}
 		if w&flagRepeat == 0 {
-			// One-shot: hand the slot from the owner to the worker.
+			// One-shot: hand the slot from the owner to a run.
 			if !t.comeDue(w) {
 				continue // a caller changed it meanwhile; look again
 			}
-			o.heap.pop()
 			o.ended.Add(1)
-			o.due(e.slot, e.when)
-			continue
+			o.due(due{t: t, id: id, when: e.when, slot: e.slot})
+			return true
 		}
 		next, missed := nextRun(e.when, o.intervals[e.slot], now)
 		run, ok := t.repeat(w, next)
 		if !ok {
 			continue // a caller changed it meanwhile; look again
 		}
-		o.heap.setWhen(0, next)
+		o.heap.push(entry{when: next, slot: e.slot, tag: e.tag})
 		if !run {
 			missed++ // the previous run is still going: skip this one
 		}
@@ -348,19 +367,20 @@ func (o *owner) collectDue(now int64) {
 			o.out.skipped.Add(uint64(missed))
 		}
 		if run {
-			o.due(e.slot, e.when)
+			o.due(due{t: t, id: id, when: e.when, slot: e.slot, repeat: true})
 		}
+		return true
 	}
 }
 
 // classify tells the heap entries that stand for a pending task (live)
 // from the dead: tombstones, whose task has a current entry elsewhere or
 // none, and entries of cancelled tasks, whose hold it lets go of. It
-// returns a live entry's task and the task's word as it read it.
-func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
-	t = o.slab.at(e.slot)
+// returns a live entry's task, its ID and the task's word as it read it.
+func (o *owner) classify(e entry) (t *task, id TaskID, w uint64, live bool) {
+	t, id = o.slab.held(e.slot)
 	if e.tag != t.tag {
-		return nil, 0, false // a tombstone
+		return nil, 0, 0, false // a tombstone
 	}
 	w = t.state()
 	if invariantsOn {
@@ -368,15 +388,15 @@ func (o *owner) classify(e entry) (t *task, w uint64, live bool) {
 	}
 	if wordStatus(w) == statusCancelled {
 		o.letGo(e.slot, t)
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
-	return t, w, true
+	return t, id, w, true
 }
 
-// due collects the task in slot for the run queue, handing a chunk over
-// as soon as it is full.
-func (o *owner) due(slot uint32, when int64) {
-	o.dueNow = append(o.dueNow, due{slot, when})
+// due collects d for the run queue, handing a chunk over as soon as it is
+// full.
+func (o *owner) due(d due) {
+	o.dueNow = append(o.dueNow, d)
 	o.dueCount++
 	n := len(o.dueNow)
 	if n >= handOverChunk || (n == firstHandOver && o.dueCount == firstHandOver) {
@@ -387,12 +407,14 @@ func (o *owner) due(slot uint32, when int64) {
 	}
 }
 
-// handOver moves the collected due tasks to the run queue.
+// handOver moves the collected due tasks to the run queue. It clears what
+// it moved, so that the owner's buffer keeps no task reachable.
 func (o *owner) handOver() {
 	if len(o.dueNow) == 0 {
 		return
 	}
 	o.runner.q.put(o.dueNow)
+	clear(o.dueNow)
 	o.dueNow = o.dueNow[:0]
 }
 
@@ -482,7 +504,7 @@ func (o *owner) shrinkWhenQuiet(now int64) {
 // than its entry fixed.
 func (o *owner) rebuild() {
 	n := o.heap.retain(func(e *entry) bool {
-		_, w, live := o.classify(*e)
+		_, _, w, live := o.classify(*e)
 		e.when = min(e.when, wordWhen(w))
 		return live
 	})
@@ -498,7 +520,7 @@ func (o *owner) rebuild() {
 func (o *owner) dropAll() {
 	o.applyRequests()
 	o.heap.retain(func(e *entry) bool {
-		t, _, live := o.classify(*e)
+		t, _, _, live := o.classify(*e)
 		if live {
 			if t.cancel(t.generation()) { // the owner holds t: its generation stays
 				o.ended.Add(1)

@@ -3,6 +3,7 @@ package schedule
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -16,6 +17,7 @@ import (
 //
 //	go test -run '^$' -bench 'Owner/(add|cancel|reset|fire)' -benchtime 1000000x -count 6
 //	go test -run '^$' -bench Owner/adjust -benchtime 30x -count 3
+//	go test -run '^$' -bench 'Owner/(fix|look)' -benchtime 1000000x -count 6
 func BenchmarkOwner(b *testing.B) {
 	const pending, batch = 1_000_000, 4096
 	r := rand.New(rand.NewPCG(1, 2))
@@ -101,6 +103,47 @@ func BenchmarkOwner(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/pass")
+		})
+		// One op is one postponed deadline fixed as it comes near the top:
+		// every task's deadline was moved two hours later by a Reset (no
+		// request), and the owner's passes, at later and later times, find
+		// their entries within lookAhead of now but stale, and put each
+		// back at its task's deadline. This is the owner's share of the
+		// heartbeat path. At most one op per task: -benchtime 1000000x.
+		b.Run(fmt.Sprintf("fix/%v", strategy), func(b *testing.B) {
+			s, ids, delays := setup(b)
+			if b.N > pending {
+				b.Skip("at most one fix per task")
+			}
+			for k, id := range ids {
+				if !s.Reset(id, 2*time.Hour+delays[k]) {
+					b.Fatal("Reset of a pending task failed")
+				}
+			}
+			whens := make([]int64, 0, pending)
+			for _, e := range s.owner.heap.items {
+				whens = append(whens, e.when)
+			}
+			slices.Sort(whens)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done := 0; done < b.N; done += batch {
+				// A pass at a time that brings the next batch of entries
+				// within lookAhead; none of their tasks is due.
+				s.owner.collectDue(whens[min(done+batch, b.N)-1] - int64(lookAhead))
+			}
+		})
+		// One op is one pass of the owner whose earliest entry is live and
+		// within lookAhead of now, not due yet: the owner looks at it and
+		// leaves it, the pass every wake-up makes while a deadline is near.
+		b.Run(fmt.Sprintf("look/%v", strategy), func(b *testing.B) {
+			s, _, _ := setup(b)
+			now := s.owner.heap.top().when - int64(lookAhead)/2
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				s.owner.collectDue(now)
+			}
 		})
 		b.Run(fmt.Sprintf("fire/%v", strategy), func(b *testing.B) {
 			s, _, _ := setup(b)

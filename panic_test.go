@@ -149,3 +149,22 @@ func TestWithLoggerReceivesPanicsOfJobsWithoutAHandler(t *testing.T) {
 		assert.Contains(t, logged, "panic=boom")
 	}, schedule.WithLogger(logger))
 }
+
+// A run holds its task until its panic has been reported: while the panic
+// handler runs, the repeating task's later deadlines are skipped, not run,
+// so a handler that cancels the task stops it before it runs again.
+func TestPanicHandlerRunsBeforeTheTasksNextRunCanStart(t *testing.T) {
+	schedtest.EachStrategyBubble(t, func(t *testing.T, st schedtest.Strategy) {
+		var runs atomic.Int32
+		var s *schedule.Scheduler
+		s = st.Start(t, 2, schedule.WithPanicHandler(func(id schedule.TaskID, _ any) {
+			<-time.After(50 * time.Millisecond) // four more deadlines pass meanwhile
+			s.CancelTask(id)
+		}))
+		_, err := s.Schedule(func() { runs.Add(1); panic("boom") }, 10*time.Millisecond)
+		require.NoError(t, err)
+		schedtest.Advance(time.Second)
+		assert.Equal(t, int32(1), runs.Load(), "a run started while the previous run's panic was reported")
+		assert.Equal(t, uint64(1), s.Stats().Panics)
+	})
+}

@@ -45,14 +45,25 @@ import (
 // Jobs are taken one at a time, not in batches, so that a slow job never
 // holds back jobs queued behind it while another drain could take them.
 
-// due is a task in the run queue, with the deadline it runs for.
+// due is a task in the run queue: what its run needs, as the owner found
+// it when it handed the task over, so that the run need not look the task
+// up in the slab. The run holds the task (flagRunning), so its slot and ID
+// stay the task's until the run lets go.
 type due struct {
+	t    *task
+	id   TaskID
+	when int64 // the deadline it runs for
 	slot uint32
-	when int64
+	// repeat is set for a repeating task's run, which a cancel may
+	// overtake while it waits: a one-shot's is due, and a cancel no longer
+	// changes it (task.changePending).
+	repeat bool
 }
 
 // runQueue holds the due tasks and counts the drains that take from it. mu
 // guards every field; the owner appends, drains take, and Shutdown closes.
+// It keeps no task reachable that it no longer holds: what is taken is
+// cleared.
 //
 // Invariants:
 //   - active is the number of drains submitted to the pool (or about to be)
@@ -88,6 +99,7 @@ func (q *runQueue) put(batch []due) {
 	if q.head > slideAfter && q.head > len(q.items)/2 {
 		// Slide the queued items down rather than grow past what is queued.
 		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
 		q.items = q.items[:n]
 		q.head = 0
 	}
@@ -140,6 +152,7 @@ func (q *runQueue) next(first bool) (d due, ok, helper bool) {
 		return due{}, false, false
 	}
 	d = q.items[q.head]
+	q.items[q.head] = due{}
 	q.head++
 	if q.head == len(q.items) {
 		q.rewind()
@@ -183,6 +196,7 @@ func (q *runQueue) takeAll(close bool) []due {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	rest := append([]due(nil), q.items[q.head:]...)
+	clear(q.items[q.head:])
 	q.rewind()
 	if close {
 		q.closed = true
@@ -324,11 +338,24 @@ func (r *runner) endDrain(fb *freeBatch, left, first *bool) {
 }
 
 // runJob runs the job of the due task d, unless it was cancelled while it
-// waited or the scheduler has shut down since.
+// waited or the scheduler has shut down since, and frees its slot (in
+// fb's batch) if no one holds it any more. A one-shot's run goes to the
+// task once (task.run): the task runs the job and lets go of it, and the
+// runner counts the start before and deals with a panic around it. A job that
+// panics or ends its goroutine does not come back through task.run: the
+// run then lets go here, after the panic was dealt with, so that a
+// repeating task's next run cannot start while its panic is reported.
 func (r *runner) runJob(d due, fb *freeBatch) {
-	t, id := r.slab.held(d.slot)
-	defer r.finish(d.slot, t, fb)
-	if t.isCancelled() {
+	free, ended := false, false
+	defer func() {
+		if !ended {
+			free = d.t.endRun()
+		}
+		if free {
+			r.batchFree(d.slot, fb)
+		}
+	}()
+	if d.repeat && d.t.isCancelled() {
 		// A repeating task cancelled while its run waited for a worker: the
 		// run has not started, so it never does.
 		return
@@ -338,45 +365,38 @@ func (r *runner) runJob(d due, fb *freeBatch) {
 		return
 	}
 	r.out.started(r.now() - d.when)
-	r.call(id, t)
+	free, ended = r.call(d)
 }
 
-// call runs t's job, recovering a panic so that neither the worker nor the
-// scheduler goes down with it. A panic handler that panics itself ends the
-// drain (drains leave through endDrain) and reaches the pool's own handler.
-func (r *runner) call(id TaskID, t *task) {
+// call runs d's job through its task (task.run), recovering a panic so
+// that neither the worker nor the scheduler goes down with it; it reports
+// whether the job returned (ended), and whether the slot is then to be
+// freed. A panic handler that panics itself ends the drain (drains leave
+// through endDrain) and reaches the pool's own handler.
+func (r *runner) call(d due) (free, ended bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.out.panics.Add(1)
 			switch {
 			case r.onPanic != nil:
-				r.onPanic(id, p)
+				r.onPanic(d.id, p)
 			case r.logger != nil:
-				r.logger.Error("schedule: job panicked", "task", uint64(id), "panic", p)
+				r.logger.Error("schedule: job panicked", "task", uint64(d.id), "panic", p)
 			default:
-				slog.Error("schedule: job panicked", "task", uint64(id), "panic", p)
+				slog.Error("schedule: job panicked", "task", uint64(d.id), "panic", p)
 			}
 		}
 	}()
-	t.call(id)
+	return d.t.run(d.id), true
 }
 
-// finish ends a run of the task in slot: it clears the running flag and, if
-// the owner has let go of the slot too, frees it. A repeating task that
-// was cancelled while this run was in flight has its job cleared here.
-func (r *runner) finish(slot uint32, t *task, fb *freeBatch) {
-	g := t.generation() // the run's: the slot cannot be freed before letGo
-	nw := t.letGo(flagRunning)
-	if unheld(nw) {
-		fb.slots[fb.n] = slot
-		fb.n++
-		if fb.n == len(fb.slots) {
-			r.flushFreed(fb)
-		}
-		return
-	}
-	if wordStatus(nw) == statusCancelled {
-		t.clearJobAt(g)
+// batchFree adds slot, whose holders have all let go, to fb, freeing the
+// batch when it is full.
+func (r *runner) batchFree(slot uint32, fb *freeBatch) {
+	fb.slots[fb.n] = slot
+	fb.n++
+	if fb.n == len(fb.slots) {
+		r.flushFreed(fb)
 	}
 }
 
@@ -404,11 +424,12 @@ func (r *runner) close() { r.dropDue(r.q.takeAll(true)) }
 func (r *runner) dropDue(ds []due) {
 	var fb freeBatch
 	for _, d := range ds {
-		t := r.slab.at(d.slot)
-		if !t.isCancelled() {
+		if !d.repeat || !d.t.isCancelled() {
 			r.out.dropped.Add(1)
 		}
-		r.finish(d.slot, t, &fb)
+		if d.t.endRun() {
+			r.batchFree(d.slot, &fb)
+		}
 	}
 	r.flushFreed(&fb)
 }

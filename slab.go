@@ -146,9 +146,9 @@ func (sl *slab) at(slot uint32) *task {
 	return &sl.chunkOf(slot).tasks[slot&(chunkSize-1)]
 }
 
-// held returns the task in slot, which must have been allocated, and its
-// ID, for a holder of the slot (a run), whose generation cannot change
-// under it.
+// held returns the task in slot, which must have been allocated, and the
+// ID it has now. For a holder of the slot (the owner, a run) that is the
+// task's ID: the slot's generation cannot change under it.
 func (sl *slab) held(slot uint32) (*task, TaskID) {
 	t := sl.at(slot)
 	return t, sl.id(slot, t.gen.Load()&^genLocked)

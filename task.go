@@ -59,25 +59,6 @@ const (
 	never = int64(math.MaxUint64 >> whenShift)
 )
 
-// clock gives deadlines as nanoseconds since the scheduler's epoch, on the
-// monotonic clock: the unit of a word's deadline, and of never.
-type clock struct{ epoch time.Time }
-
-func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
-
-// deadline converts a delay from now into a deadline, clamped to
-// [now, never].
-func (c clock) deadline(delay time.Duration) int64 {
-	now := c.now()
-	if delay <= 0 {
-		return now
-	}
-	if int64(delay) > never-now {
-		return never
-	}
-	return now + int64(delay)
-}
-
 func packWord(when int64, flags uint64) uint64 { return uint64(when)<<whenShift | flags }
 func wordWhen(w uint64) int64                  { return int64(w >> whenShift) }
 func wordStatus(w uint64) uint64               { return w & statusMask }
@@ -188,18 +169,38 @@ func (t *task) repeat(w uint64, next int64) (run, ok bool) {
 	return run, t.word.CompareAndSwap(w, nw)
 }
 
-// call runs the task's job as the task id.
-func (t *task) call(id TaskID) {
+// run runs the task's job as the task id, for the run that holds it, and
+// then ends the run (endRun), reporting whether the caller must free the
+// slot. A job that panics or ends its goroutine does not come back here:
+// the caller then ends the run itself.
+func (t *task) run(id TaskID) (free bool) {
 	if t.fn == nil {
 		t.arg.(func())()
-		return
+	} else {
+		t.fn(id, t.arg)
 	}
-	t.fn(id, t.arg)
+	return t.endRun()
+}
+
+// endRun lets go of a run's hold on the task (flagRunning) and reports
+// whether the caller must free the slot: the owner has let go too. A
+// repeating task cancelled while the run was in flight, which the owner
+// still holds, has its job cleared here: no run of it starts again.
+func (t *task) endRun() (free bool) {
+	g := t.generation() // the run's: the slot cannot be freed before letGo
+	w := t.letGo(flagRunning)
+	if unheld(w) {
+		return true
+	}
+	if wordStatus(w) == statusCancelled {
+		t.clearJobAt(g)
+	}
+	return false
 }
 
 // cancel cancels the pending task of generation g, as CancelTask does, and
 // reports whether it did. A job that no run holds is cleared at once; a
-// run in flight clears it when it ends (runner.finish).
+// run in flight clears it when it ends (endRun).
 func (t *task) cancel(g uint32) bool {
 	_, ok := t.changePending(g, 0, true)
 	return ok
