@@ -120,9 +120,8 @@ package schedule
 // Control goes down, never back: the owner pulls requests from the inbox
 // rather than hand it a callback, the slab and the task call no one back,
 // and the heap calls back only in a rebuild, with the keep function the
-// owner gives it. And on a fired one-shot's path each goroutine enters each
-// file once from each file that calls it (a drain enters task.go for the
-// run, and through the slab as the slab frees the slot):
+// owner gives it. And on a fired one-shot's path no goroutine enters a
+// file twice:
 //
 //   - The owner takes the earliest entry out of the heap when its deadline
 //     is near (deadlineHeap.popBy, limit now plus lookAhead), and then asks
@@ -139,6 +138,9 @@ package schedule
 //     as the owner classified the entry, so that a drain goes to the task
 //     once before its job: task.run runs the job and lets go, and the
 //     runner counts the start before it and recovers a panic around it.
+//     The run that lets go last ends the task's life in the same call
+//     (task.free, with the slab's generation base), and the slab only
+//     takes back the slots free for reuse (slab.vacate).
 //
 // What still takes two calls to one file, and why, is in the walk, file by
 // file, in bench/results/2026-11-28-pathwalk/README.md.
@@ -166,8 +168,9 @@ package schedule
 //   - hold, let go: the owner (flagOwned) and a run (flagRunning) each hold
 //     a task's slot, and each lets go of it (task.letGo, owner.letGo,
 //     task.endRun); whoever lets go last frees the slot.
-//   - free, vacant: a slot goes back to the slab, its task's life over
-//     (slab.free, task.free), and waits there, vacant, for reuse
+//   - free, vacant: a task's life ends when its last holder lets go
+//     (task.free; slab.free for the owner's), and its slot goes back to
+//     the slab (slab.vacate) and waits there, vacant, for reuse
 //     (slabShard.vacant, chunk.vacant).
 //   - retire: a slot whose generations have come round is never used again
 //     (task.free leaves it at generation 0).

@@ -246,6 +246,7 @@ type runner struct {
 	drainFn func() // r.drain, made once so that submitting a drain allocates nothing
 	clock          // for lateness
 	slab    *slab
+	genBase uint32 // the slab's generation base, with which a run ends its task's life
 	inbox   *inbox // to wake the owner, and to see Shutdown (inbox.closed)
 	out     *outcomes
 
@@ -258,7 +259,7 @@ type runner struct {
 // slog.Default()).
 func (r *runner) init(pool *ants.Pool, workers int, c clock, sl *slab, in *inbox, out *outcomes,
 	onPanic func(TaskID, any), logger *slog.Logger) {
-	*r = runner{pool: pool, clock: c, slab: sl, inbox: in, out: out, onPanic: onPanic, logger: logger}
+	*r = runner{pool: pool, clock: c, slab: sl, genBase: sl.base, inbox: in, out: out, onPanic: onPanic, logger: logger}
 	r.q.init(workers)
 	r.drainFn = r.drain
 }
@@ -280,8 +281,9 @@ func (r *runner) start() error {
 	return err
 }
 
-// freeBatch collects the slots a drain frees, to return them to the slab
-// under one lock per shard, freeBatchSize at a time at most.
+// freeBatch collects the slots whose tasks' lives a drain's runs ended,
+// free for reuse, to give them back to the slab under one lock per shard,
+// freeBatchSize at a time at most.
 type freeBatch struct {
 	n     int
 	slots [freeBatchSize]uint32
@@ -346,12 +348,12 @@ func (r *runner) endDrain(fb *freeBatch, left, first *bool) {
 // run then lets go here, after the panic was dealt with, so that a
 // repeating task's next run cannot start while its panic is reported.
 func (r *runner) runJob(d due, fb *freeBatch) {
-	free, ended := false, false
+	reusable, ended := false, false
 	defer func() {
 		if !ended {
-			free = d.t.endRun()
+			reusable = d.t.endRun(r.genBase)
 		}
-		if free {
+		if reusable {
 			r.batchFree(d.slot, fb)
 		}
 	}()
@@ -365,15 +367,15 @@ func (r *runner) runJob(d due, fb *freeBatch) {
 		return
 	}
 	r.out.started(r.now() - d.when)
-	free, ended = r.call(d)
+	reusable, ended = r.call(d)
 }
 
 // call runs d's job through its task (task.run), recovering a panic so
 // that neither the worker nor the scheduler goes down with it; it reports
-// whether the job returned (ended), and whether the slot is then to be
-// freed. A panic handler that panics itself ends the drain (drains leave
+// whether the job returned (ended), and whether the slot is then free for
+// reuse. A panic handler that panics itself ends the drain (drains leave
 // through endDrain) and reaches the pool's own handler.
-func (r *runner) call(d due) (free, ended bool) {
+func (r *runner) call(d due) (reusable, ended bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.out.panics.Add(1)
@@ -387,11 +389,11 @@ func (r *runner) call(d due) (free, ended bool) {
 			}
 		}
 	}()
-	return d.t.run(d.id), true
+	return d.t.run(d.id, r.genBase), true
 }
 
-// batchFree adds slot, whose holders have all let go, to fb, freeing the
-// batch when it is full.
+// batchFree adds slot, whose task's life has ended and which is free for
+// reuse, to fb, giving the batch back when it is full.
 func (r *runner) batchFree(slot uint32, fb *freeBatch) {
 	fb.slots[fb.n] = slot
 	fb.n++
@@ -400,13 +402,13 @@ func (r *runner) batchFree(slot uint32, fb *freeBatch) {
 	}
 }
 
-// flushFreed frees the slots in fb, and wakes the owner when the slab
-// then has chunks to trim.
+// flushFreed gives the slots in fb back to the slab, and wakes the owner
+// when the slab then has chunks to trim.
 func (r *runner) flushFreed(fb *freeBatch) {
 	if fb.n == 0 {
 		return
 	}
-	if r.slab.free(fb.slots[:fb.n]) {
+	if r.slab.vacate(fb.slots[:fb.n]) {
 		r.inbox.wakeOwner()
 	}
 	fb.n = 0
@@ -427,7 +429,7 @@ func (r *runner) dropDue(ds []due) {
 		if !d.repeat || !d.t.isCancelled() {
 			r.out.dropped.Add(1)
 		}
-		if d.t.endRun() {
+		if d.t.endRun(r.genBase) {
 			r.batchFree(d.slot, &fb)
 		}
 	}

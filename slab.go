@@ -341,10 +341,8 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 }
 
 // free ends the lives of the tasks in slots, whose holders have all let
-// go of them, and returns the slots to their shards, under one lock per
-// shard. It may reorder slots. It reports whether a shard has come to hold
-// enough chunks with every slot free to trim them: the owner should
-// then call trim.
+// go of them, and gives the slots that are free for reuse back (vacate).
+// It may reorder slots, and reports what vacate reports.
 func (sl *slab) free(slots []uint32) (trim bool) {
 	reusable := slots[:0]
 	for _, slot := range slots {
@@ -352,7 +350,16 @@ func (sl *slab) free(slots []uint32) (trim bool) {
 			reusable = append(reusable, slot)
 		}
 	}
-	for slots = reusable; len(slots) > 0; {
+	return sl.vacate(reusable)
+}
+
+// vacate returns slots, whose tasks' lives have ended (task.free) and
+// which are free for reuse, to their shards, under one lock per shard. It
+// may reorder slots. It reports whether a shard has come to hold enough
+// chunks with every slot free to trim them: the owner should then call
+// trim.
+func (sl *slab) vacate(slots []uint32) (trim bool) {
+	for len(slots) > 0 {
 		// Move the slots of the first one's shard to the front, then hand
 		// them back together.
 		k := sl.shardOf(slots[0])

@@ -170,27 +170,29 @@ func (t *task) repeat(w uint64, next int64) (run, ok bool) {
 }
 
 // run runs the task's job as the task id, for the run that holds it, and
-// then ends the run (endRun), reporting whether the caller must free the
-// slot. A job that panics or ends its goroutine does not come back here:
-// the caller then ends the run itself.
-func (t *task) run(id TaskID) (free bool) {
+// then ends the run (endRun, with the slab's generation base), reporting
+// whether the slot is free for reuse. A job that panics or ends its
+// goroutine does not come back here: the caller then ends the run itself.
+func (t *task) run(id TaskID, base uint32) (reusable bool) {
 	if t.fn == nil {
 		t.arg.(func())()
 	} else {
 		t.fn(id, t.arg)
 	}
-	return t.endRun()
+	return t.endRun(base)
 }
 
-// endRun lets go of a run's hold on the task (flagRunning) and reports
-// whether the caller must free the slot: the owner has let go too. A
+// endRun lets go of a run's hold on the task (flagRunning). If the owner
+// has let go too, no one holds the task any more: endRun ends its life
+// (free, with the slab's generation base) and reports whether the slot is
+// free for reuse, for the caller to give back to the slab (slab.vacate). A
 // repeating task cancelled while the run was in flight, which the owner
 // still holds, has its job cleared here: no run of it starts again.
-func (t *task) endRun() (free bool) {
+func (t *task) endRun(base uint32) (reusable bool) {
 	g := t.generation() // the run's: the slot cannot be freed before letGo
 	w := t.letGo(flagRunning)
 	if unheld(w) {
-		return true
+		return t.free(base)
 	}
 	if wordStatus(w) == statusCancelled {
 		t.clearJobAt(g)
