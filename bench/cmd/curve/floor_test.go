@@ -31,6 +31,13 @@ type (
 		_    [3]uint64 // fn, arg
 	}
 	rec16 [2]uint64 // the state word, then the generation and the tag
+	// rec24 is a slot without pointers: the state word, the generation,
+	// the tag, and the job and its argument as indexes into tables.
+	rec24 struct {
+		word uint64
+		gen  uint32
+		_    [3]uint32 // tag, job, argument
+	}
 )
 
 // floorChunk is the slab's chunk (slab.go): a header, allocated on its own,
@@ -74,7 +81,7 @@ func cpuLoop(b *testing.B, op func(j int)) {
 // phase draws them (rand.IntN(n) from a PCG), one operation at a time.
 // Layouts:
 //
-//   - flat40, flat16: the record alone, in one array of n, at the key's
+//   - flat40, flat24, flat16: the record alone, in one array of n, at the key's
 //     index: the floor of any design that keeps per-task state addressed
 //     by a random key.
 //   - handle+flat40, handle+flat16: first read the caller's handle (an
@@ -83,7 +90,8 @@ func cpuLoop(b *testing.B, op func(j int)) {
 //   - handle+slab40: the handle, then the slab's own path: the chunk
 //     directory's entry, the chunk's header, its array of slots, the slot.
 //   - handle+dir40: the same with the array pointer kept in the directory
-//     itself: no header to load, and no load of the array's first byte.
+//     itself: no header to load, and no load of the array's first byte;
+//     handle+dir24 the same with 24-byte slots without pointers.
 //   - flat40-huge, handle+flat40-huge: flat40 in memory mapped with
 //     MADV_HUGEPAGE (2 MiB pages where the kernel grants them), outside the
 //     Go heap; huge-% says how much of it the kernel backed with huge pages.
@@ -119,6 +127,7 @@ type floorCase struct {
 var floorCases = []floorCase{
 	{"flat40/cas", func(b *testing.B, n int) { flat(b, make([]rec40, n), nil, false) }},
 	{"flat40/plain", func(b *testing.B, n int) { flat(b, make([]rec40, n), nil, true) }},
+	{"flat24/cas", func(b *testing.B, n int) { flat(b, make([]rec24, n), nil, false) }},
 	{"flat16/cas", func(b *testing.B, n int) { flat(b, make([]rec16, n), nil, false) }},
 	{"handle+flat40/cas", func(b *testing.B, n int) { flat(b, make([]rec40, n), handles(n), false) }},
 	{"handle+flat16/cas", func(b *testing.B, n int) { flat(b, make([]rec16, n), handles(n), false) }},
@@ -127,6 +136,7 @@ var floorCases = []floorCase{
 	{"handle+slab40/reset", func(b *testing.B, n int) { resetSlab40(b, n, false) }},
 	{"handle+slab40/reset-clock-first", func(b *testing.B, n int) { resetSlab40(b, n, true) }},
 	{"handle+dir40/reset", resetDir40},
+	{"handle+dir24/reset", resetDir24},
 	{"flat40-huge/cas", func(b *testing.B, n int) { hugeFlat(b, n, nil) }},
 	{"handle+flat40-huge/cas", func(b *testing.B, n int) { hugeFlat(b, n, handles(n)) }},
 }
@@ -141,9 +151,9 @@ func handles(n int) []uint64 {
 }
 
 // word returns a record's first word, whatever its size.
-func word[R rec40 | rec16](r *R) *uint64 { return (*uint64)(unsafe.Pointer(r)) }
+func word[R rec40 | rec24 | rec16](r *R) *uint64 { return (*uint64)(unsafe.Pointer(r)) }
 
-func flat[R rec40 | rec16](b *testing.B, recs []R, hs []uint64, plain bool) {
+func flat[R rec40 | rec24 | rec16](b *testing.B, recs []R, hs []uint64, plain bool) {
 	for i := range recs {
 		*word(&recs[i]) = uint64(i) // touch every page before timing
 	}
@@ -187,14 +197,16 @@ var epoch = time.Now()
 // resetOp is what Reset does to a task's slot once it has it (task.go's
 // moveTo): take the task's lock, a compare-and-swap on its generation;
 // load the state word and compare-and-swap it; store the generation back.
-func resetOp(r *rec40, when int64) {
-	g := atomic.LoadUint32(&r.gen)
-	if !atomic.CompareAndSwapUint32(&r.gen, g, g|1<<31) {
+func resetOp(r *rec40, when int64) { resetWords(&r.word, &r.gen, when) }
+
+func resetWords(word *uint64, gen *uint32, when int64) {
+	g := atomic.LoadUint32(gen)
+	if !atomic.CompareAndSwapUint32(gen, g, g|1<<31) {
 		return
 	}
-	w := atomic.LoadUint64(&r.word)
-	atomic.CompareAndSwapUint64(&r.word, w, uint64(when)<<5|w&31)
-	atomic.StoreUint32(&r.gen, g)
+	w := atomic.LoadUint64(word)
+	atomic.CompareAndSwapUint64(word, w, uint64(when)<<5|w&31)
+	atomic.StoreUint32(gen, g)
 }
 
 // The reset layouts run Reset's whole sequence: the handle, the record's
@@ -277,8 +289,29 @@ func resetDir40(b *testing.B, n int) {
 	runtime.KeepAlive(dir)
 }
 
+// resetDir24 is resetDir40 with 24-byte slots without pointers.
+func resetDir24(b *testing.B, n int) {
+	dir := make([]*[1024]rec24, (n+1023)/1024)
+	for i := range dir {
+		dir[i] = new([1024]rec24)
+		for j := range dir[i] {
+			dir[i][j] = rec24{word: uint64(j), gen: 1}
+		}
+	}
+	hs := handles(n)
+	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	cpuLoop(b, func(j int) {
+		r := dirLookup(dir, hs[rng.IntN(n)])
+		if r == nil {
+			return
+		}
+		resetWords(&r.word, &r.gen, int64(time.Since(epoch))+int64(j))
+	})
+	runtime.KeepAlive(dir)
+}
+
 //go:noinline
-func dirLookup(dir []*[1024]rec40, slot uint64) *rec40 {
+func dirLookup[R rec40 | rec24](dir []*[1024]R, slot uint64) *R {
 	c := slot >> 10
 	if c >= uint64(len(dir)) {
 		return nil
