@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,20 @@ func TestStepThatDoesNotFitIsSkipped(t *testing.T) {
 	}
 	assert.Contains(t, stdout.String(), "skipped (below)")
 	assert.Contains(t, stdout.String(), "skipped: needs about")
+}
+
+// A memory limit holds the estimate of a child's peak down to the limit,
+// but not below the live set.
+func TestMemoryLimitLowersTheEstimate(t *testing.T) {
+	unlimited, _ := estimate("runtime", huge)
+	t.Setenv("GOMEMLIMIT", "20GiB")
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(20 << 30))
+	limited, _ := estimate("runtime", huge)
+	assert.Less(t, limited, unlimited)
+	assert.InDelta(t, float64(20<<30), limited, 1)
+	debug.SetMemoryLimit(1 << 30)
+	live, _ := estimate("runtime", huge)
+	assert.InDelta(t, livePerTask["runtime"]*huge+fixedBytes, live, 1, "never below the live set")
 }
 
 // The parent's help lists what a user sets, not the flags only a child
