@@ -245,11 +245,10 @@ func (o *owner) apply(r op) {
 		o.barriers++ // passed once the loop iteration ends (flush)
 		return
 	}
-	ch := o.slab.chunkOf(r.slot)
-	if ch == nil {
+	t := o.slab.find(r.slot)
+	if t == nil {
 		return // the task is gone, and its chunk trimmed
 	}
-	t := &ch.tasks[r.slot&(chunkSize-1)]
 	if t.generation() != r.gen {
 		return // the task is gone and its slot reused
 	}

@@ -115,11 +115,29 @@ type slabShard struct {
 // reusable is the index of a trimmed chunk.
 type reusable struct{ c, gen uint32 }
 
-// directory lists the chunks (nil where one was trimmed) and the shard
-// that owns each.
+// directory lists the chunks (nil where one was trimmed), their slot
+// arrays and the shard that owns each. tasks[c] is chunks[c].tasks, kept
+// here too so that finding a task by its slot reads the directory and the
+// slot, not the chunk on the way: with many chunks, most of them out of
+// the processor's caches, each line read on the way is a miss (at 10^8
+// tasks, the chunk's line and the first line of its array, which the
+// compiler's nil check reads, were half of a Reset's time).
 type directory struct {
 	chunks []atomic.Pointer[chunk]
+	tasks  []atomic.Pointer[[chunkSize]task]
 	shards []atomic.Uint32
+}
+
+// set makes ch (nil: none) the chunk at index c, owned by shard k.
+func (dir *directory) set(c uint32, ch *chunk, k uint8) {
+	dir.shards[c].Store(uint32(k))
+	if ch == nil {
+		dir.tasks[c].Store(nil)
+		dir.chunks[c].Store(nil)
+		return
+	}
+	dir.chunks[c].Store(ch)
+	dir.tasks[c].Store(ch.tasks)
 }
 
 // init draws the slab's ID scrambling. r must return uniformly random
@@ -143,7 +161,22 @@ func (sl *slab) slotOf(id TaskID) uint32 { return uint32(id) ^ sl.key }
 
 // at returns the task in slot, which must have been allocated.
 func (sl *slab) at(slot uint32) *task {
-	return &sl.chunkOf(slot).tasks[slot&(chunkSize-1)]
+	t := sl.find(slot)
+	if t == nil {
+		panic("schedule: a task in a trimmed chunk")
+	}
+	return t
+}
+
+// find returns the task in slot, or nil if its chunk was trimmed; slot
+// must be below the slots the directory holds. The explicit nil check also
+// spares the read the compiler's own would make of the array's first line.
+func (sl *slab) find(slot uint32) *task {
+	tasks := sl.dir.Load().tasks[slot>>chunkBits].Load()
+	if tasks == nil {
+		return nil
+	}
+	return &tasks[slot&(chunkSize-1)]
 }
 
 // held returns the task in slot, which must have been allocated, and the
@@ -177,14 +210,14 @@ func (sl *slab) lookup(id TaskID) *task {
 	}
 	slot := sl.slotOf(id)
 	c := slot >> chunkBits
-	if c >= uint32(len(dir.chunks)) {
+	if c >= uint32(len(dir.tasks)) {
 		return nil
 	}
-	ch := dir.chunks[c].Load()
-	if ch == nil {
+	tasks := dir.tasks[c].Load()
+	if tasks == nil {
 		return nil // trimmed: its slots hold no task
 	}
-	return &ch.tasks[slot&(chunkSize-1)]
+	return &tasks[slot&(chunkSize-1)]
 }
 
 // shardHint is the shard an add on this P took last time. Hints live in a
@@ -307,8 +340,7 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 	if n := len(sl.reuse); n > 0 {
 		r := sl.reuse[n-1]
 		sl.reuse = sl.reuse[:n-1]
-		old.shards[r.c].Store(uint32(k))
-		old.chunks[r.c].Store(newChunk())
+		old.set(r.c, newChunk(), k)
 		return r.c, r.gen, true
 	}
 	var dir directory
@@ -324,18 +356,23 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 		// the spare capacity is free to fill before the longer directory
 		// is published.
 		dir.chunks = dir.chunks[:c+1]
+		dir.tasks = dir.tasks[:c+1]
 		dir.shards = dir.shards[:c+1]
 	} else {
-		chunks := make([]atomic.Pointer[chunk], c+1, max(2*c, minDirectory))
-		shards := make([]atomic.Uint32, c+1, max(2*c, minDirectory))
-		for i := range c {
-			chunks[i].Store(dir.chunks[i].Load())
-			shards[i].Store(dir.shards[i].Load())
+		n := max(2*c, minDirectory)
+		grown := directory{
+			chunks: make([]atomic.Pointer[chunk], c+1, n),
+			tasks:  make([]atomic.Pointer[[chunkSize]task], c+1, n),
+			shards: make([]atomic.Uint32, c+1, n),
 		}
-		dir.chunks, dir.shards = chunks, shards
+		for i := range c {
+			grown.chunks[i].Store(dir.chunks[i].Load())
+			grown.tasks[i].Store(dir.tasks[i].Load())
+			grown.shards[i].Store(dir.shards[i].Load())
+		}
+		dir = grown
 	}
-	dir.shards[c].Store(uint32(k))
-	dir.chunks[c].Store(newChunk())
+	dir.set(c, newChunk(), k)
 	sl.dir.Store(&dir)
 	return c, sl.base, true
 }
@@ -502,6 +539,7 @@ func (sl *slab) trimChunk(c uint32) {
 	}
 	sl.grow.Lock()
 	defer sl.grow.Unlock()
-	sl.dir.Load().chunks[c].Store(nil)
+	dir := sl.dir.Load()
+	dir.set(c, nil, uint8(dir.shards[c].Load()))
 	sl.reuse = append(sl.reuse, reusable{c, gen})
 }

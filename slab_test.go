@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -60,12 +61,17 @@ func TestFreedSlotIsReusedWithANewGeneration(t *testing.T) {
 	assert.False(t, s.Reset(first, time.Second))
 }
 
-// liveChunks counts the slab's chunks that have not been trimmed.
+// liveChunks counts the slab's chunks that have not been trimmed, and
+// panics if the directory's slot arrays are not its chunks'.
 func liveChunks(s *Scheduler) int {
 	n := 0
 	if dir := s.slab.dir.Load(); dir != nil {
 		for i := range dir.chunks {
-			if dir.chunks[i].Load() != nil {
+			ch, tasks := dir.chunks[i].Load(), dir.tasks[i].Load()
+			if ch == nil && tasks != nil || ch != nil && ch.tasks != tasks {
+				panic(fmt.Sprintf("directory entry %d: the slot array is not the chunk's", i))
+			}
+			if ch != nil {
 				n++
 			}
 		}
