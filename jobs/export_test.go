@@ -4,7 +4,7 @@ import "context"
 
 // AttemptAt runs the attempt of job key recorded at revision rev, as a
 // fire of this worker's heap would.
-func (w *Worker) AttemptAt(key string, rev uint64) { w.attempt(kvKey(key), rev) }
+func (w *Worker) AttemptAt(key string, rev uint64) { w.attempt(kvKey(key), rev, nil) }
 
 // KVKey is kvKey, for tests that read the engine directly.
 func KVKey(key string) string { return kvKey(key) }
