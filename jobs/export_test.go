@@ -42,3 +42,11 @@ func (c *Client) LeaseOf(ctx context.Context, node string) (string, bool, error)
 
 // Epoch returns the worker's current lease epoch.
 func (w *Worker) Epoch() string { return w.currentEpoch() }
+
+// Kept returns how many values of pending jobs the worker keeps for their
+// fires, and their bytes.
+func (w *Worker) Kept() (n, bytes int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.kept), w.keptBytes
+}
