@@ -510,9 +510,10 @@ func (w *Worker) takeKeptLocked(k string) []byte {
 	return v
 }
 
-// keepLocked keeps v, the value of k's entry at its revision, if the
-// bound on kept bytes allows.
+// keepLocked keeps v, the value of k's entry at its revision, in place
+// of any kept before, if the bound on kept bytes allows.
 func (w *Worker) keepLocked(k string, v []byte) {
+	w.takeKeptLocked(k)
 	if w.keptBytes+cap(v) <= keepBytes {
 		w.kept[k] = v
 		w.keptBytes += cap(v)
@@ -868,7 +869,8 @@ func (w *Worker) persist(write func(ctx context.Context) outcome) outcome {
 func (w *Worker) attempt(k string, rev uint64, val []byte) outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	if val == nil {
+	fromWatch := val != nil
+	if !fromWatch {
 		kve, o := w.readAt(ctx, k, rev)
 		if o != outcomeApplied {
 			return o
@@ -927,7 +929,7 @@ func (w *Worker) attempt(k string, rev uint64, val []byte) outcome {
 	// tells this start's write from another start's by the same worker.
 	run := header{State: StateRunning, Due: h.Due, Attempt: h.Attempt, Node: w.cfg.Node, Epoch: w.currentEpoch(), Started: now.UnixMilli(), Run: w.runs.Add(1)}
 	rev2, o := w.cas(ctx, k, encodeRecord(run, payload), rev)
-	if o == outcomeMoved {
+	if o == outcomeMoved && fromWatch {
 		// Moved since rev, which a start from the watch's value learns
 		// only here: act on the record as it is now, as after a read that
 		// found it moved (see readAt).
