@@ -38,9 +38,11 @@
 // partitions by rendezvous hashing; each worker watches the records of its
 // partitions (an ordered consumer per partition, replaced by the client
 // when the engine's heartbeats to it stop) and keeps, per job, its KV key,
-// revision and heap task: no payload. It arms one go-schedule task per pending job at its due time;
-// nothing polls the engine. When a task fires, the worker reads the record
-// (the payload), checks it is still the revision it armed, and writes it
+// revision and heap task, and no payload but for jobs due within ten
+// seconds of their delivery, whose value it keeps until their fire. It
+// arms one go-schedule task per pending job at its due time; nothing polls
+// the engine. When a task fires, the worker reads the record (the payload)
+// unless it kept it, checks it is the revision it armed, and writes it
 // running by compare-and-set on that revision: the start. Only one
 // contender's write can succeed, which fences a worker that lost the
 // partition. The attempt's end is a second compare-and-set on the

@@ -4,7 +4,7 @@ import "context"
 
 // AttemptAt runs the attempt of job key recorded at revision rev, as a
 // fire of this worker's heap would.
-func (w *Worker) AttemptAt(key string, rev uint64) { w.attempt(kvKey(key), rev) }
+func (w *Worker) AttemptAt(key string, rev uint64) { w.attempt(kvKey(key), rev, nil) }
 
 // KVKey is kvKey, for tests that read the engine directly.
 func KVKey(key string) string { return kvKey(key) }
@@ -42,3 +42,11 @@ func (c *Client) LeaseOf(ctx context.Context, node string) (string, bool, error)
 
 // Epoch returns the worker's current lease epoch.
 func (w *Worker) Epoch() string { return w.currentEpoch() }
+
+// Kept returns how many values of pending jobs the worker keeps for their
+// fires, and their bytes.
+func (w *Worker) Kept() (n, bytes int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.kept), w.keptBytes
+}

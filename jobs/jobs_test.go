@@ -504,3 +504,32 @@ func TestRunningUnderAnEpochKnownOnlyByReadStartsAgainWhenItDies(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return len(evs.of(key)) == 4 }, "b's attempt ends too")
 	assert.Equal(t, jobs.EventSuperseded, evs.of(key)[3].Kind, "b's end records nothing")
 }
+
+// TestWorkerKeepsTheValuesOfNearJobsOnly checks what a worker keeps of a
+// pending job beside its entry: the value of a job due within ten
+// seconds, until its fire, and nothing for a job due later.
+func TestWorkerKeepsTheValuesOfNearJobsOnly(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "keep")
+	var evs events
+	got := make(chan []byte, 1)
+	w := startWorker(t, url, "keep", "w1", func(_ context.Context, j jobs.Job) error { got <- j.Payload; return nil }, &evs, jobs.WorkerConfig{})
+	ctx := ctxOf(t)
+	payload := []byte("a payload of some bytes")
+	require.NoError(t, c.Add(ctx, "far", time.Now().Add(time.Hour), payload))
+	require.NoError(t, c.Add(ctx, "near", time.Now().Add(time.Minute/10), payload))
+	eventually(t, 10*time.Second, func() bool { return w.Pending() == 2 }, "both jobs seen")
+	n, size := w.Kept()
+	assert.Equal(t, 1, n, "only the near job's value is kept")
+	assert.GreaterOrEqual(t, size, len(payload))
+	ok, err := c.Cancel(ctx, "near")
+	require.NoError(t, err)
+	require.True(t, ok)
+	eventually(t, 10*time.Second, func() bool { n, _ := w.Kept(); return n == 0 && w.Pending() == 1 }, "a cancelled job keeps nothing")
+	require.NoError(t, c.Add(ctx, "soon", time.Now().Add(200*time.Millisecond), payload))
+	eventually(t, 10*time.Second, func() bool { return evs.count(jobs.EventDone) == 1 }, "the near job done")
+	n, size = w.Kept()
+	assert.Zero(t, n, "a fire takes the value")
+	assert.Zero(t, size)
+	assert.Equal(t, string(payload), string(<-got), "the handler gets the kept payload")
+}

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	schedule "github.com/go-schedule/schedule"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -191,6 +193,19 @@ func (pw *partWatch) stop() { pw.cc.Stop() }
 // per partition held, whatever the number of jobs.
 const watchBeat = time.Second
 
+// keepHorizon is how far ahead of its due time a pending record's value,
+// as the watch delivered it, is kept until its fire, so that the start
+// needs no read of the record: its compare-and-set on the revision the
+// watch delivered fences it as the read did. A job due later keeps no
+// payload in the worker; its fire reads the record. What is kept is
+// bounded by the rate of jobs coming due times the horizon, and by
+// keepBytes.
+const keepHorizon = 10 * time.Second
+
+// keepBytes bounds the bytes of the values a worker keeps at once (see
+// keepHorizon); a value past it is not kept, and its fire reads it.
+const keepBytes = 32 << 20
+
 // watchGone is how long a partition's consumer outlives its watch's end in
 // the engine, for the watches that end without a word to it: a worker
 // killed, or a consumer replaced after its server went silent.
@@ -239,6 +254,10 @@ type Worker struct {
 	held     [Partitions]*partWatch
 	entries  map[string]*entry
 	running  map[string]string // KV key → epoch of the worker running it, for running entries
+	// kept holds the value at the entry's revision of pending jobs due
+	// within keepHorizon (see keepHorizon), and keptBytes their sizes.
+	kept      map[string][]byte
+	keptBytes int
 }
 
 // StartWorker registers a worker of the client's queue and starts taking
@@ -262,6 +281,7 @@ func (c *Client) StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, er
 		c: c, cfg: cfg, log: cfg.Logger, sched: sched,
 		quit: make(chan struct{}), leaseDone: make(chan struct{}), nodesDone: make(chan struct{}),
 		live: make(map[string]leaseValue), entries: make(map[string]*entry), running: make(map[string]string),
+		kept: make(map[string][]byte),
 	}
 	w.runCtx, w.abandon = context.WithCancel(context.Background())
 	if err := w.register(ctx); err != nil {
@@ -477,6 +497,27 @@ func (w *Worker) dropLocked(e *entry) {
 	}
 	delete(w.entries, e.key)
 	delete(w.running, e.key)
+	w.takeKeptLocked(e.key)
+}
+
+// takeKeptLocked returns and forgets the value kept for KV key k, or nil.
+func (w *Worker) takeKeptLocked(k string) []byte {
+	v, ok := w.kept[k]
+	if ok {
+		delete(w.kept, k)
+		w.keptBytes -= cap(v)
+	}
+	return v
+}
+
+// keepLocked keeps v, the value of k's entry at its revision, in place
+// of any kept before, if the bound on kept bytes allows.
+func (w *Worker) keepLocked(k string, v []byte) {
+	w.takeKeptLocked(k)
+	if w.keptBytes+cap(v) <= keepBytes {
+		w.kept[k] = v
+		w.keptBytes += cap(v)
+	}
 }
 
 // scheduleLocked arms e's fire at due (now, for the zero time).
@@ -555,9 +596,14 @@ func (w *Worker) apply(u update) {
 	}
 	e.rev = rev
 	delete(w.running, k)
+	w.takeKeptLocked(k)
 	switch {
 	case h.State == StatePending:
-		w.scheduleLocked(e, time.UnixMilli(h.Due))
+		due := time.UnixMilli(h.Due)
+		if time.Until(due) < keepHorizon {
+			w.keepLocked(k, u.value)
+		}
+		w.scheduleLocked(e, due)
 	case w.epochLiveLocked(h.Epoch):
 		w.running[k] = h.Epoch
 		if e.task != 0 {
@@ -584,10 +630,11 @@ func (w *Worker) fire(id schedule.TaskID, arg any) {
 	}
 	e.task = 0
 	k, rev := e.key, e.rev
+	val := w.takeKeptLocked(k)
 	w.attempts.Add(1)
 	w.mu.Unlock()
 	defer w.attempts.Done()
-	if w.attempt(k, rev) == outcomeUnclear {
+	if w.attempt(k, rev, val) == outcomeUnclear {
 		// The engine did not answer (a server lost, a leader moving): the
 		// record is as the worker last saw it, and no watch update will
 		// come to re-arm it. Fire it again shortly.
@@ -647,13 +694,34 @@ func (w *Worker) read(ctx context.Context, k string, rev uint64) (jetstream.KeyV
 	}
 }
 
+// readAt reads the record under k, expected at revision rev: it returns
+// the entry and outcomeApplied if it is still there, outcomeMoved if it
+// moved on or is gone, and outcomeUnclear if the engine did not answer.
+func (w *Worker) readAt(ctx context.Context, k string, rev uint64) (jetstream.KeyValueEntry, outcome) {
+	kve, err := w.read(ctx, k, rev)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, outcomeMoved
+	}
+	if err != nil || kve.Revision() < rev {
+		return nil, outcomeUnclear
+	}
+	if kve.Revision() != rev {
+		// Moved on. The watch brings the newer record too, but a watch
+		// whose server died can stall for many seconds without an error:
+		// act on the record read here rather than wait for it.
+		w.apply(entryUpdate(kve))
+		return nil, outcomeMoved
+	}
+	return kve, outcomeApplied
+}
+
 // cas writes val under k if its revision is still rev, and returns the new
 // revision. An answer that leaves it unclear (lost, or refused while an
 // earlier write of the key is applied on a replicated bucket) is settled
 // by reading the record.
 func (w *Worker) cas(ctx context.Context, k string, val []byte, rev uint64) (uint64, outcome) {
 	for range casTries {
-		nrev, err := w.c.jobs.Update(ctx, k, val, rev)
+		nrev, err := w.c.writeRecord(ctx, k, val, rev, false)
 		if err == nil {
 			return nrev, outcomeApplied
 		}
@@ -678,7 +746,7 @@ func (w *Worker) cas(ctx context.Context, k string, val []byte, rev uint64) (uin
 func (w *Worker) finish(ctx context.Context, k string, rev uint64) outcome {
 	unclear := false
 	for range casTries {
-		err := w.c.jobs.Purge(ctx, k, jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
+		_, err := w.c.writeRecord(ctx, k, nil, rev, true)
 		if err == nil {
 			return outcomeApplied
 		}
@@ -703,6 +771,75 @@ func (w *Worker) finish(ctx context.Context, k string, rev uint64) outcome {
 	return outcomeUnclear
 }
 
+// writeRecord writes val under KV key k, or purges k leaving a marker
+// that expires after markerTTL, if k's last revision is still rev, and
+// returns the new revision. It sends what the KV API's Update and Purge
+// (with LastRevision and PurgeTTL) send, and reads the engine's
+// acknowledgement with readAck: decoding two acknowledgements a job with
+// encoding/json took about a twelfth of a worker's CPU. A revision that
+// moved gives an error that is [jetstream.ErrKeyExists], as Update's
+// does.
+func (c *Client) writeRecord(ctx context.Context, k string, val []byte, rev uint64, purge bool) (uint64, error) {
+	m := &nats.Msg{Subject: kvSubject(c.jobsBucket(), k), Data: val, Header: nats.Header{}}
+	if purge {
+		m.Header.Set(kvOperation, "PURGE")
+		m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+		m.Header.Set(jetstream.MsgTTLHeader, markerTTL.String())
+	}
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+	resp, err := c.nc.RequestMsgWithContext(ctx, m)
+	// No responders: the stream has no leader for a moment (a leader
+	// moving). Tried again as the KV API does.
+	for try := 0; errors.Is(err, nats.ErrNoResponders) && try < noResponderTries; try++ {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(retryUnclear):
+		}
+		resp, err = c.nc.RequestMsgWithContext(ctx, m)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return readAck(resp.Data)
+}
+
+// noResponderTries is how often a write that found no stream leader is
+// sent again, as the KV API does.
+const noResponderTries = 2
+
+// readAck returns the stream sequence that a JetStream acknowledgement
+// gives, or its error. The usual answer, {"stream":"…","seq":N}, is read
+// without reflection; any other goes through encoding/json.
+func readAck(b []byte) (uint64, error) {
+	if p, ok := bytes.CutPrefix(b, []byte(`{"stream":`)); ok {
+		if name, rest, ok := cutString(p); ok && len(name) > 0 {
+			if rest, ok := bytes.CutPrefix(rest, []byte(`,"seq":`)); ok {
+				if n, rest, ok := cutInt(rest, false); ok && string(rest) == "}" {
+					return uint64(n), nil
+				}
+			}
+		}
+	}
+	var ack struct {
+		Stream string              `json:"stream"`
+		Seq    uint64              `json:"seq"`
+		Error  *jetstream.APIError `json:"error"`
+	}
+	switch {
+	case json.Unmarshal(b, &ack) != nil:
+		return 0, jetstream.ErrInvalidJSAck
+	case ack.Error != nil:
+		// A wrong last sequence (10071) is jetstream.ErrKeyExists by
+		// errors.Is; the one a replicated stream gives while an earlier
+		// write is applied (10164) is not, and is settled by a read.
+		return 0, ack.Error
+	case ack.Stream == "":
+		return 0, jetstream.ErrInvalidJSAck
+	}
+	return ack.Seq, nil
+}
+
 // persist runs write until its outcome is clear, endPatience has passed
 // or the attempt is abandoned, pausing between tries.
 func (w *Worker) persist(write func(ctx context.Context) outcome) outcome {
@@ -725,26 +862,22 @@ func (w *Worker) persist(write func(ctx context.Context) outcome) outcome {
 }
 
 // attempt starts the attempt recorded under k at revision rev, if it is
-// still due and still there, runs it and records its end. It returns
-// outcomeUnclear when the engine left the start unanswered.
-func (w *Worker) attempt(k string, rev uint64) outcome {
+// still due and still there, runs it and records its end. val is the
+// record's value at rev as the watch delivered it, or nil: the record is
+// then read first. It returns outcomeUnclear when the engine left the
+// start unanswered.
+func (w *Worker) attempt(k string, rev uint64, val []byte) outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	kve, err := w.read(ctx, k, rev)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return outcomeMoved
+	fromWatch := val != nil
+	if !fromWatch {
+		kve, o := w.readAt(ctx, k, rev)
+		if o != outcomeApplied {
+			return o
+		}
+		val = kve.Value()
 	}
-	if err != nil || kve.Revision() < rev {
-		return outcomeUnclear
-	}
-	if kve.Revision() != rev {
-		// Moved on. The watch brings the newer record too, but a watch
-		// whose server died can stall for many seconds without an error:
-		// act on the record read here rather than wait for it.
-		w.apply(entryUpdate(kve))
-		return outcomeMoved
-	}
-	h, payload, ok := decodeRecord(kve.Value())
+	h, payload, ok := decodeRecord(val)
 	if !ok {
 		return outcomeMoved
 	}
@@ -755,6 +888,7 @@ func (w *Worker) attempt(k string, rev uint64) outcome {
 			// Never early: due again at its time.
 			w.mu.Lock()
 			if e := w.entries[k]; e != nil && e.rev == rev && !w.stopping {
+				w.keepLocked(k, val)
 				w.scheduleLocked(e, time.UnixMilli(h.Due))
 			}
 			w.mu.Unlock()
@@ -795,6 +929,12 @@ func (w *Worker) attempt(k string, rev uint64) outcome {
 	// tells this start's write from another start's by the same worker.
 	run := header{State: StateRunning, Due: h.Due, Attempt: h.Attempt, Node: w.cfg.Node, Epoch: w.currentEpoch(), Started: now.UnixMilli(), Run: w.runs.Add(1)}
 	rev2, o := w.cas(ctx, k, encodeRecord(run, payload), rev)
+	if o == outcomeMoved && fromWatch {
+		// Moved since rev, which a start from the watch's value learns
+		// only here: act on the record as it is now, as after a read that
+		// found it moved (see readAt).
+		_, _ = w.readAt(ctx, k, rev)
+	}
 	if o != outcomeApplied {
 		return o
 	}
