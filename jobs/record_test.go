@@ -5,7 +5,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -80,27 +79,4 @@ func TestParseHeaderReadsWhatAWorkerWrites(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		_, _ = parseHeader([]byte(`{"state":"pending","due":1795850826213,"attempt":1}`))
 	}))
-}
-
-// TestReadAckReadsWhatJetStreamAnswers checks the acknowledgements of a
-// record's write: the usual one read fast, the others as encoding/json
-// reads them, and a revision that moved as jetstream.ErrKeyExists.
-func TestReadAckReadsWhatJetStreamAnswers(t *testing.T) {
-	seq, err := readAck([]byte(`{"stream":"KV_jobs-default","seq":42}`))
-	require.NoError(t, err)
-	assert.Equal(t, uint64(42), seq)
-	seq, err = readAck([]byte(`{"stream":"KV_jobs-default","domain":"hub","seq":43}`))
-	require.NoError(t, err)
-	assert.Equal(t, uint64(43), seq)
-	_, err = readAck([]byte(`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 5"},"stream":"KV_jobs-default","seq":0}`))
-	require.ErrorIs(t, err, jetstream.ErrKeyExists)
-	_, err = readAck([]byte(`{"error":{"code":503,"err_code":10164,"description":"wrong last sequence"}}`))
-	require.Error(t, err)
-	assert.NotErrorIs(t, err, jetstream.ErrKeyExists)
-	for _, bad := range []string{``, `{}`, `{"stream":"","seq":1}`, `{"stream":"s","seq":-1}`, `nope`} {
-		_, err = readAck([]byte(bad))
-		assert.Error(t, err, bad)
-	}
-	ack := []byte(`{"stream":"KV_jobs-default","seq":42}`)
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = readAck(ack) }))
 }

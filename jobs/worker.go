@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	schedule "github.com/go-schedule/schedule"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -721,7 +719,7 @@ func (w *Worker) readAt(ctx context.Context, k string, rev uint64) (jetstream.Ke
 // by reading the record.
 func (w *Worker) cas(ctx context.Context, k string, val []byte, rev uint64) (uint64, outcome) {
 	for range casTries {
-		nrev, err := w.c.writeRecord(ctx, k, val, rev, false)
+		nrev, err := w.c.jobs.Update(ctx, k, val, rev)
 		if err == nil {
 			return nrev, outcomeApplied
 		}
@@ -746,7 +744,7 @@ func (w *Worker) cas(ctx context.Context, k string, val []byte, rev uint64) (uin
 func (w *Worker) finish(ctx context.Context, k string, rev uint64) outcome {
 	unclear := false
 	for range casTries {
-		_, err := w.c.writeRecord(ctx, k, nil, rev, true)
+		err := w.c.jobs.Purge(ctx, k, jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
 		if err == nil {
 			return outcomeApplied
 		}
@@ -769,75 +767,6 @@ func (w *Worker) finish(ctx context.Context, k string, rev uint64) outcome {
 		// key was being applied. Try again.
 	}
 	return outcomeUnclear
-}
-
-// writeRecord writes val under KV key k, or purges k leaving a marker
-// that expires after markerTTL, if k's last revision is still rev, and
-// returns the new revision. It sends what the KV API's Update and Purge
-// (with LastRevision and PurgeTTL) send, and reads the engine's
-// acknowledgement with readAck: decoding two acknowledgements a job with
-// encoding/json took about a twelfth of a worker's CPU. A revision that
-// moved gives an error that is [jetstream.ErrKeyExists], as Update's
-// does.
-func (c *Client) writeRecord(ctx context.Context, k string, val []byte, rev uint64, purge bool) (uint64, error) {
-	m := &nats.Msg{Subject: kvSubject(c.jobsBucket(), k), Data: val, Header: nats.Header{}}
-	if purge {
-		m.Header.Set(kvOperation, "PURGE")
-		m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-		m.Header.Set(jetstream.MsgTTLHeader, markerTTL.String())
-	}
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
-	resp, err := c.nc.RequestMsgWithContext(ctx, m)
-	// No responders: the stream has no leader for a moment (a leader
-	// moving). Tried again as the KV API does.
-	for try := 0; errors.Is(err, nats.ErrNoResponders) && try < noResponderTries; try++ {
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(retryUnclear):
-		}
-		resp, err = c.nc.RequestMsgWithContext(ctx, m)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return readAck(resp.Data)
-}
-
-// noResponderTries is how often a write that found no stream leader is
-// sent again, as the KV API does.
-const noResponderTries = 2
-
-// readAck returns the stream sequence that a JetStream acknowledgement
-// gives, or its error. The usual answer, {"stream":"…","seq":N}, is read
-// without reflection; any other goes through encoding/json.
-func readAck(b []byte) (uint64, error) {
-	if p, ok := bytes.CutPrefix(b, []byte(`{"stream":`)); ok {
-		if name, rest, ok := cutString(p); ok && len(name) > 0 {
-			if rest, ok := bytes.CutPrefix(rest, []byte(`,"seq":`)); ok {
-				if n, rest, ok := cutInt(rest, false); ok && string(rest) == "}" {
-					return uint64(n), nil
-				}
-			}
-		}
-	}
-	var ack struct {
-		Stream string              `json:"stream"`
-		Seq    uint64              `json:"seq"`
-		Error  *jetstream.APIError `json:"error"`
-	}
-	switch {
-	case json.Unmarshal(b, &ack) != nil:
-		return 0, jetstream.ErrInvalidJSAck
-	case ack.Error != nil:
-		// A wrong last sequence (10071) is jetstream.ErrKeyExists by
-		// errors.Is; the one a replicated stream gives while an earlier
-		// write is applied (10164) is not, and is settled by a read.
-		return 0, ack.Error
-	case ack.Stream == "":
-		return 0, jetstream.ErrInvalidJSAck
-	}
-	return ack.Seq, nil
 }
 
 // persist runs write until its outcome is clear, endPatience has passed
