@@ -533,3 +533,35 @@ func TestWorkerKeepsTheValuesOfNearJobsOnly(t *testing.T) {
 	assert.Zero(t, size)
 	assert.Equal(t, string(payload), string(<-got), "the handler gets the kept payload")
 }
+
+// TestOwnAbandonedStartIsStartedAgain checks that a record running under a
+// worker's own live epoch, with no attempt of it running there (a start
+// whose answer never reached the worker, or an end that could not be
+// written), is started again by that worker rather than left running
+// while the worker lives.
+func TestOwnAbandonedStartIsStartedAgain(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	w := startWorker(t, url, "q", "a", succeed, &evs, jobs.WorkerConfig{Lease: 30 * time.Second})
+	require.NoError(t, c.Add(ctxOf(t), "k", time.Now().Add(time.Hour), []byte("p")))
+	eventually(t, 10*time.Second, func() bool { return w.Pending() == 1 }, "the worker arms the job")
+	in, err := c.Get(ctxOf(t), "k")
+	require.NoError(t, err)
+
+	// What a start leaves when its write lands and its answer is lost.
+	js, err := jetstream.New(dial(t, url))
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctxOf(t), "jobs-q")
+	require.NoError(t, err)
+	now := time.Now().UnixMilli()
+	val := fmt.Sprintf(`{"state":"running","due":%d,"attempt":1,"node":"a","epoch":%q,"started":%d,"run":999999}`+"\np", now, w.Epoch(), now)
+	_, err = kv.Update(ctxOf(t), jobs.KVKey("k"), []byte(val), in.Revision)
+	require.NoError(t, err)
+
+	eventually(t, 10*time.Second, func() bool { return evs.count(jobs.EventDone) == 1 }, "the job is started again and done")
+	assert.Equal(t, 1, evs.count(jobs.EventStart))
+	got := evs.of("k")
+	require.NotEmpty(t, got)
+	assert.Equal(t, 1, got[0].Attempt, "with the same attempt number")
+}

@@ -252,6 +252,11 @@ type Worker struct {
 	held     [Partitions]*partWatch
 	entries  map[string]*entry
 	running  map[string]string // KV key → epoch of the worker running it, for running entries
+	// inflight holds the run numbers of this worker's attempts from their
+	// start's write to their end's: a record running under this worker's
+	// epoch with a run not in it is an attempt this worker abandoned
+	// (mineAbandonedLocked).
+	inflight map[uint64]struct{}
 	// kept holds the value at the entry's revision of pending jobs due
 	// within keepHorizon (see keepHorizon), and keptBytes their sizes.
 	kept      map[string][]byte
@@ -279,7 +284,7 @@ func (c *Client) StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, er
 		c: c, cfg: cfg, log: cfg.Logger, sched: sched,
 		quit: make(chan struct{}), leaseDone: make(chan struct{}), nodesDone: make(chan struct{}),
 		live: make(map[string]leaseValue), entries: make(map[string]*entry), running: make(map[string]string),
-		kept: make(map[string][]byte),
+		inflight: make(map[uint64]struct{}), kept: make(map[string][]byte),
 	}
 	w.runCtx, w.abandon = context.WithCancel(context.Background())
 	if err := w.register(ctx); err != nil {
@@ -418,6 +423,18 @@ func (w *Worker) rebalance() {
 			w.log.Warn("jobs: watch partition", "partition", p, "err", err)
 		}
 	}
+}
+
+// mineAbandonedLocked reports whether h, a running record, is an attempt
+// of this worker's current epoch that no attempt here runs: one whose
+// start's answer never came, or whose end could not be written.
+func (w *Worker) mineAbandonedLocked(h header) bool {
+	own := w.own.Load()
+	if own == nil || *own != h.Epoch || h.Node != w.cfg.Node {
+		return false
+	}
+	_, running := w.inflight[h.Run]
+	return !running
 }
 
 // epochLiveLocked reports whether epoch is this worker's or a live
@@ -602,6 +619,12 @@ func (w *Worker) apply(u update) {
 			w.keepLocked(k, u.value)
 		}
 		w.scheduleLocked(e, due)
+	case w.mineAbandonedLocked(h):
+		// A start of this worker's whose answer never came, or an attempt
+		// whose end could not be written: no one runs it, and no lease
+		// will end to hand it over while this worker lives. Started again
+		// here, now.
+		w.scheduleLocked(e, time.Time{})
 	case w.epochLiveLocked(h.Epoch):
 		w.running[k] = h.Epoch
 		if e.task != 0 {
@@ -634,10 +657,12 @@ func (w *Worker) fire(id schedule.TaskID, arg any) {
 	defer w.attempts.Done()
 	if w.attempt(k, rev, val) == outcomeUnclear {
 		// The engine did not answer (a server lost, a leader moving): the
-		// record is as the worker last saw it, and no watch update will
-		// come to re-arm it. Fire it again shortly.
+		// record is as the worker last saw it, or running under a start or
+		// an end of this worker's that landed unanswered, which the watch
+		// may have delivered meanwhile. Fire it again shortly, unless the
+		// watch has armed it again.
 		w.mu.Lock()
-		if !w.stopping && w.entries[k] == e && e.rev == rev && e.task == 0 {
+		if !w.stopping && w.entries[k] == e && e.task == 0 {
 			w.scheduleLocked(e, time.Now().Add(retryUnclear))
 		}
 		w.mu.Unlock()
@@ -663,8 +688,9 @@ const retryUnclear = 250 * time.Millisecond
 
 // endPatience bounds how long an attempt's end write is retried while the
 // engine does not answer; past it, the record stays running under this
-// worker's epoch until the worker's lease ends, and the attempt starts
-// again elsewhere (at-least-once).
+// worker's epoch, and the attempt starts again (at-least-once): here, once
+// the engine answers the fire that follows, or elsewhere if this worker's
+// lease ends first.
 const endPatience = time.Minute
 
 // outcome is how a write to the engine went.
@@ -794,7 +820,9 @@ func (w *Worker) persist(write func(ctx context.Context) outcome) outcome {
 // still due and still there, runs it and records its end. val is the
 // record's value at rev as the watch delivered it, or nil: the record is
 // then read first. It returns outcomeUnclear when the engine left the
-// start unanswered.
+// start or the end unanswered. A record running under this worker's epoch
+// with no attempt of it here (see mineAbandonedLocked) is started again,
+// as one of a dead epoch.
 func (w *Worker) attempt(k string, rev uint64, val []byte) outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -825,9 +853,10 @@ func (w *Worker) attempt(k string, rev uint64, val []byte) outcome {
 		}
 	case StateRunning:
 		w.mu.Lock()
-		live := w.epochLiveLocked(h.Epoch)
+		mine := w.mineAbandonedLocked(h) // started again, as a dead epoch's
+		live := !mine && w.epochLiveLocked(h.Epoch)
 		w.mu.Unlock()
-		if !live {
+		if !live && !mine {
 			// Not an epoch this worker has seen: only the engine can tell
 			// a worker that is gone from one whose lease has not reached
 			// this worker yet. One read, only in this rare case.
@@ -857,6 +886,14 @@ func (w *Worker) attempt(k string, rev uint64, val []byte) outcome {
 	// Run makes the value this start writes its own: a read that finds it
 	// tells this start's write from another start's by the same worker.
 	run := header{State: StateRunning, Due: h.Due, Attempt: h.Attempt, Node: w.cfg.Node, Epoch: w.currentEpoch(), Started: now.UnixMilli(), Run: w.runs.Add(1)}
+	w.mu.Lock()
+	w.inflight[run.Run] = struct{}{}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.inflight, run.Run)
+		w.mu.Unlock()
+	}()
 	rev2, o := w.cas(ctx, k, encodeRecord(run, payload), rev)
 	if o == outcomeMoved && fromWatch {
 		// Moved since rev, which a start from the watch's value learns
@@ -893,10 +930,11 @@ func (w *Worker) attempt(k string, rev uint64, val []byte) outcome {
 	case outcomeMoved:
 		ev.Kind, ev.Next = EventSuperseded, time.Time{}
 	case outcomeUnclear:
-		// Not recorded: like an abandoned attempt, no end line; the record
-		// stays running under this epoch until the lease ends.
+		// Not recorded: like an abandoned attempt, no end line. The record
+		// stays running under this epoch, and the fire that comes next
+		// starts the attempt again once the engine answers.
 		w.log.Warn("jobs: an attempt's end could not be recorded", "job", key, "attempt", h.Attempt)
-		return outcomeApplied
+		return outcomeUnclear
 	}
 	w.emit(ev)
 	return outcomeApplied
