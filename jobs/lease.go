@@ -95,6 +95,18 @@ func (w *Worker) register(ctx context.Context) error {
 			w.leaseRev = rev
 			return nil
 		}
+		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+			// The bucket's stream has no leader to answer yet: one just
+			// created on a cluster, or a leader moving. Try again until
+			// ctx ends; a write that landed unanswered is found as this
+			// worker's own lease by the next try, and taken over.
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(retryUnclear):
+			}
+			continue
+		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return err
 		}
