@@ -1,5 +1,7 @@
 package schedule
 
+import "unsafe"
+
 // Invariant checks, compiled in only with the build tag invariants
 // (invariants_on.go). Each call site guards the call with invariantsOn, a
 // constant, so that without the tag the check and its arguments cost
@@ -53,11 +55,14 @@ func checkOwned(w uint64, g uint32) {
 	checkGeneration(g)
 }
 
-// checkVacant checks a slot about to be handed out: no one holds it, and
-// its generation is live.
-func checkVacant(w uint64, g uint32) {
+// checkVacant checks a slot about to be handed out: no one holds it, its
+// generation is live, and no job is left in it.
+func checkVacant(w uint64, g uint32, job unsafe.Pointer) {
 	if !unheld(w) {
 		broken("a slot is handed out while the owner or a run still holds it")
+	}
+	if job != nil {
+		broken("a slot is handed out with the job of an earlier task")
 	}
 	checkGeneration(g)
 }

@@ -34,7 +34,7 @@ func TestFreeingAHeldSlotPanicsNamingIt(t *testing.T) {
 	tk.word.Store(packWord(1, statusCancelled|flagRunning))
 	assert.PanicsWithValue(t,
 		"schedule: invariant broken: a slot is freed while the owner or a run still holds it",
-		func() { tk.free(7) })
+		func() { tk.free(7, nil) })
 }
 
 func TestAHeapOutOfOrderPanicsNamingIt(t *testing.T) {

@@ -25,6 +25,36 @@ type payload struct{ buf [64]byte }
 // holding returns a job that holds p, as a job holds what it captures.
 func holding(p *payload) func() { return func() { _ = p.buf[0] } }
 
+// touch is a job of ScheduleOneWith and ScheduleWith that uses its
+// argument, a *payload, as holding's jobs use what they capture.
+func touch(_ schedule.TaskID, arg any) { _ = arg.(*payload).buf[0] }
+
+// scheduleHolding schedules a task, due in an hour, that holds p: a
+// closure that captures it, or (with) touch with p as its argument.
+func scheduleHolding(s *schedule.Scheduler, p *payload, repeating, with bool) (schedule.TaskID, error) {
+	switch {
+	case with && repeating:
+		return s.ScheduleWith(touch, p, time.Hour)
+	case with:
+		return s.ScheduleOneWith(touch, p, time.Hour)
+	case repeating:
+		return s.Schedule(holding(p), time.Hour)
+	default:
+		return s.ScheduleOne(holding(p), time.Hour)
+	}
+}
+
+// holdingKinds names the ways scheduleHolding holds a payload.
+var holdingKinds = []struct {
+	name            string
+	repeating, with bool
+}{
+	{"one-shot", false, false},
+	{"repeating", true, false},
+	{"one-shot-with", false, true},
+	{"repeating-with", true, true},
+}
+
 // collected reports whether the garbage collector has reclaimed the value
 // behind p.
 func collected[T any](p weak.Pointer[T]) bool {
@@ -39,12 +69,8 @@ func collected[T any](p weak.Pointer[T]) bool {
 
 func TestCancelledTaskLetsItsJobGo(t *testing.T) {
 	for _, st := range schedtest.Strategies {
-		for _, repeating := range []bool{false, true} {
-			name := st.String() + "/one-shot"
-			if repeating {
-				name = st.String() + "/repeating"
-			}
-			t.Run(name, func(t *testing.T) {
+		for _, k := range holdingKinds {
+			t.Run(st.String()+"/"+k.name, func(t *testing.T) {
 				s := st.Start(t, 1)
 				// A second, live task keeps the heap from emptying, so that a
 				// lazy tombstone stays in it.
@@ -53,15 +79,9 @@ func TestCancelledTaskLetsItsJobGo(t *testing.T) {
 
 				p := &payload{}
 				w := weak.Make(p)
-				job := holding(p)
-				var id schedule.TaskID
-				if repeating {
-					id, err = s.Schedule(job, time.Hour)
-				} else {
-					id, err = s.ScheduleOne(job, time.Hour)
-				}
+				id, err := scheduleHolding(s, p, k.repeating, k.with)
 				require.NoError(t, err)
-				p, job = nil, nil
+				p = nil
 				require.True(t, s.CancelTask(id))
 				assert.True(t, collected(w), "the cancelled task's job is still reachable")
 			})
@@ -105,13 +125,8 @@ func TestShutdownLetsPendingJobsGo(t *testing.T) {
 			for i := range 100 {
 				p := &payload{}
 				ws = append(ws, weak.Make(p))
-				job := holding(p)
-				var err error
-				if i%2 == 0 {
-					_, err = s.ScheduleOne(job, time.Hour)
-				} else {
-					_, err = s.Schedule(job, time.Hour)
-				}
+				k := holdingKinds[i%len(holdingKinds)]
+				_, err := scheduleHolding(s, p, k.repeating, k.with)
 				require.NoError(t, err)
 			}
 			s.Shutdown()
@@ -119,6 +134,26 @@ func TestShutdownLetsPendingJobsGo(t *testing.T) {
 				assert.True(t, collected(w), "job %d is reachable after Shutdown", i)
 			}
 			runtime.KeepAlive(s)
+		})
+	}
+}
+
+func TestFiredOneShotLetsItsArgumentGo(t *testing.T) {
+	for _, st := range schedtest.Strategies {
+		t.Run(st.String(), func(t *testing.T) {
+			s := st.Start(t, 1)
+			p := &payload{}
+			w := weak.Make(p)
+			ran := make(chan struct{})
+			_, err := s.ScheduleOneWith(func(id schedule.TaskID, arg any) {
+				touch(id, arg)
+				close(ran)
+			}, p, 0)
+			require.NoError(t, err)
+			p = nil
+			<-ran
+			require.Eventually(t, func() bool { return collected(w) }, 10*time.Second, time.Millisecond,
+				"the argument is still reachable after the job ran")
 		})
 	}
 }

@@ -521,7 +521,8 @@ func (o *owner) dropAll() {
 	o.heap.retain(func(e *entry) bool {
 		t, _, _, live := o.classify(*e)
 		if live {
-			if t.cancel(t.generation()) { // the owner holds t: its generation stays
+			// The owner holds t: its generation stays.
+			if t.cancel(t.generation(), o.slab.argCell(e.slot)) {
 				o.ended.Add(1)
 				o.out.dropped.Add(1)
 			}

@@ -349,9 +349,10 @@ func (r *runner) endDrain(fb *freeBatch, left, first *bool) {
 // repeating task's next run cannot start while its panic is reported.
 func (r *runner) runJob(d due, fb *freeBatch) {
 	reusable, ended := false, false
+	cell := r.slab.cellOf(d.slot, d.t.state())
 	defer func() {
 		if !ended {
-			reusable = d.t.endRun(r.genBase)
+			reusable = d.t.endRun(r.genBase, cell)
 		}
 		if reusable {
 			r.batchFree(d.slot, fb)
@@ -367,7 +368,7 @@ func (r *runner) runJob(d due, fb *freeBatch) {
 		return
 	}
 	r.out.started(r.now() - d.when)
-	reusable, ended = r.call(d)
+	reusable, ended = r.call(d, cell)
 }
 
 // call runs d's job through its task (task.run), recovering a panic so
@@ -375,7 +376,7 @@ func (r *runner) runJob(d due, fb *freeBatch) {
 // whether the job returned (ended), and whether the slot is then free for
 // reuse. A panic handler that panics itself ends the drain (drains leave
 // through endDrain) and reaches the pool's own handler.
-func (r *runner) call(d due) (reusable, ended bool) {
+func (r *runner) call(d due, cell *any) (reusable, ended bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.out.panics.Add(1)
@@ -389,7 +390,7 @@ func (r *runner) call(d due) (reusable, ended bool) {
 			}
 		}
 	}()
-	return d.t.run(d.id, r.genBase), true
+	return d.t.run(d.id, r.genBase, cell), true
 }
 
 // batchFree adds slot, whose task's life has ended and which is free for
@@ -429,7 +430,7 @@ func (r *runner) dropDue(ds []due) {
 		if !d.repeat || !d.t.isCancelled() {
 			r.out.dropped.Add(1)
 		}
-		if d.t.endRun(r.genBase) {
+		if d.t.endRun(r.genBase, r.slab.cellOf(d.slot, d.t.state())) {
 			r.batchFree(d.slot, &fb)
 		}
 	}

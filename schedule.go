@@ -127,7 +127,7 @@ func (s *Scheduler) ScheduleOne(job func(), delay time.Duration) (TaskID, error)
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(nil, job, delay, 0)
+	return s.add(jobOf(job), delay, 0)
 }
 
 // ScheduleOneWith is [Scheduler.ScheduleOne] for a job that receives its own
@@ -146,7 +146,7 @@ func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(job, arg, delay, 0)
+	return s.add(jobWith(job, arg), delay, 0)
 }
 
 // ScheduleAt runs job once, at the instant at: [Scheduler.ScheduleOne] for a
@@ -164,7 +164,7 @@ func (s *Scheduler) ScheduleAt(job func(), at time.Time) (TaskID, error) {
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(nil, job, time.Until(at), 0)
+	return s.add(jobOf(job), time.Until(at), 0)
 }
 
 // ScheduleAtWith is [Scheduler.ScheduleAt] for a job that receives its own
@@ -175,7 +175,7 @@ func (s *Scheduler) ScheduleAtWith(job func(id TaskID, arg any), arg any, at tim
 	if job == nil {
 		return 0, ErrNilJob
 	}
-	return s.add(job, arg, time.Until(at), 0)
+	return s.add(jobWith(job, arg), time.Until(at), 0)
 }
 
 // Schedule runs job every interval, the first time interval from now. Runs
@@ -196,7 +196,7 @@ func (s *Scheduler) Schedule(job func(), interval time.Duration) (TaskID, error)
 	if interval <= 0 {
 		return 0, ErrInvalidInterval
 	}
-	return s.add(nil, job, interval, interval)
+	return s.add(jobOf(job), interval, interval)
 }
 
 // ScheduleWith is [Scheduler.Schedule] for a job that receives its own [TaskID]
@@ -210,7 +210,7 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 	if interval <= 0 {
 		return 0, ErrInvalidInterval
 	}
-	return s.add(job, arg, interval, interval)
+	return s.add(jobWith(job, arg), interval, interval)
 }
 
 // CancelTask stops the task id. It reports whether this call stopped it:
@@ -230,10 +230,16 @@ func (s *Scheduler) ScheduleWith(job func(id TaskID, arg any), arg any, interval
 // waits.
 func (s *Scheduler) CancelTask(id TaskID) bool {
 	t := s.slab.lookup(id)
-	if t == nil || s.IsShutdown() || !t.cancel(id.gen()) {
+	if t == nil || s.IsShutdown() {
 		return false
 	}
+	// The cell is looked up before the task's lock is taken: if the task
+	// has gone since, and its chunk with it, the lock turns the cancel away
+	// and the cell is not touched.
 	slot := s.slab.slotOf(id)
+	if !t.cancel(id.gen(), s.slab.argCell(slot)) {
+		return false
+	}
 	s.cancel.cancelled(slot, id.gen(), s.slab.shardOf(slot))
 	return true
 }
@@ -402,11 +408,11 @@ func (s *Scheduler) stop() {
 	})
 }
 
-// add allocates a task for job fn(id, arg) (fn nil: arg is a func()), due
-// delay from now, and queues it for the owner. Each part is asked once, in
-// turn: the slab for a slot and its ID, the task to begin, the inbox to
-// carry the add.
-func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Duration) (TaskID, error) {
+// add allocates a task for job j, due delay from now, and queues it for
+// the owner. Each part is asked once, in turn: the slab for a slot and its
+// ID (and for a cell for j's argument, if it has one), the task to begin,
+// the inbox to carry the add.
+func (s *Scheduler) add(j job, delay, interval time.Duration) (TaskID, error) {
 	if s.IsShutdown() {
 		return 0, ErrShutdown
 	}
@@ -414,7 +420,11 @@ func (s *Scheduler) add(fn func(TaskID, any), arg any, delay, interval time.Dura
 	if !ok {
 		return 0, ErrTooManyTasks
 	}
-	when := t.begin(s.clock, fn, arg, delay, interval != 0)
+	var cell *any
+	if j.arg != nil {
+		cell = s.slab.newArgCell(slot)
+	}
+	when := t.begin(s.clock, j, cell, delay, interval != 0)
 	gen := id.gen()
 	// Counted before the owner can see the task, so that no snapshot counts
 	// its end without its start.

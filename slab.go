@@ -63,8 +63,9 @@ type cacheLinePad [64]byte
 
 // chunk is a block of slots. vacant counts its slots in its shard's vacant
 // list; the shard's mu guards it. The slots are an array of their own,
-// exactly five pages of 40-byte tasks: with the count beside them, every
-// chunk would take a sixth page, nearly empty.
+// exactly three of the Go heap's 8 KiB pages of 24-byte tasks: with the
+// count beside them, every chunk would take a fourth page, nearly empty.
+// Its argument column, if any, is in the directory only (directory.args).
 type chunk struct {
 	tasks  *[chunkSize]task
 	vacant int
@@ -116,7 +117,9 @@ type slabShard struct {
 type reusable struct{ c, gen uint32 }
 
 // directory lists the chunks (nil where one was trimmed), their slot
-// arrays and the shard that owns each. tasks[c] is chunks[c].tasks, kept
+// arrays and the shard that owns each, and their argument columns (job.go;
+// nil until a task of the chunk has an argument). tasks[c] is
+// chunks[c].tasks, kept
 // here too so that finding a task by its slot reads the directory and the
 // slot, not the chunk on the way: with many chunks, most of them out of
 // the processor's caches, each line read on the way is a miss (at 10^8
@@ -125,12 +128,15 @@ type reusable struct{ c, gen uint32 }
 type directory struct {
 	chunks []atomic.Pointer[chunk]
 	tasks  []atomic.Pointer[[chunkSize]task]
+	args   []atomic.Pointer[[chunkSize]any]
 	shards []atomic.Uint32
 }
 
-// set makes ch (nil: none) the chunk at index c, owned by shard k.
+// set makes ch (nil: none) the chunk at index c, owned by shard k, with
+// no argument column.
 func (dir *directory) set(c uint32, ch *chunk, k uint8) {
 	dir.shards[c].Store(uint32(k))
+	dir.args[c].Store(nil)
 	if ch == nil {
 		dir.tasks[c].Store(nil)
 		dir.chunks[c].Store(nil)
@@ -185,6 +191,46 @@ func (sl *slab) find(slot uint32) *task {
 func (sl *slab) held(slot uint32) (*task, TaskID) {
 	t := sl.at(slot)
 	return t, sl.id(slot, t.gen.Load()&^genLocked)
+}
+
+// argCell returns slot's cell in its chunk's argument column, or nil when
+// the chunk has none (so that no task of it has an argument); slot must
+// have been allocated.
+func (sl *slab) argCell(slot uint32) *any {
+	args := sl.dir.Load().args[slot>>chunkBits].Load()
+	if args == nil {
+		return nil
+	}
+	return &args[slot&(chunkSize-1)]
+}
+
+// cellOf returns the argument cell of the task in slot, whose word is w:
+// nil when its job takes no argument (flagWith clear) or has none.
+func (sl *slab) cellOf(slot uint32, w uint64) *any {
+	if w&flagWith == 0 {
+		return nil
+	}
+	return sl.argCell(slot)
+}
+
+// newArgCell returns slot's cell in its chunk's argument column, making
+// the column if the chunk has none yet; slot must have been allocated, to
+// a caller that has not published its ID. A column is made once per chunk
+// at most, under grow, so that a directory copied as it grows keeps it.
+func (sl *slab) newArgCell(slot uint32) *any {
+	if cell := sl.argCell(slot); cell != nil {
+		return cell
+	}
+	sl.grow.Lock()
+	defer sl.grow.Unlock()
+	c := slot >> chunkBits
+	dir := sl.dir.Load()
+	args := dir.args[c].Load()
+	if args == nil {
+		args = new([chunkSize]any)
+		dir.args[c].Store(args)
+	}
+	return &args[slot&(chunkSize-1)]
 }
 
 // chunkOf returns the chunk that holds slot, which must have been allocated.
@@ -357,17 +403,20 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 		// is published.
 		dir.chunks = dir.chunks[:c+1]
 		dir.tasks = dir.tasks[:c+1]
+		dir.args = dir.args[:c+1]
 		dir.shards = dir.shards[:c+1]
 	} else {
 		n := max(2*c, minDirectory)
 		grown := directory{
 			chunks: make([]atomic.Pointer[chunk], c+1, n),
 			tasks:  make([]atomic.Pointer[[chunkSize]task], c+1, n),
+			args:   make([]atomic.Pointer[[chunkSize]any], c+1, n),
 			shards: make([]atomic.Uint32, c+1, n),
 		}
 		for i := range c {
 			grown.chunks[i].Store(dir.chunks[i].Load())
 			grown.tasks[i].Store(dir.tasks[i].Load())
+			grown.args[i].Store(dir.args[i].Load())
 			grown.shards[i].Store(dir.shards[i].Load())
 		}
 		dir = grown
@@ -383,7 +432,8 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 func (sl *slab) free(slots []uint32) (trim bool) {
 	reusable := slots[:0]
 	for _, slot := range slots {
-		if sl.at(slot).free(sl.base) {
+		t := sl.at(slot)
+		if t.free(sl.base, sl.cellOf(slot, t.state())) {
 			reusable = append(reusable, slot)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // TaskID identifies a task scheduled on a Scheduler. It is never 0, and a
@@ -26,7 +27,9 @@ func (id TaskID) gen() uint32 { return uint32(id >> 32) }
 // The state word of a task packs its deadline and its state into one
 // uint64 so that a single CompareAndSwap moves both:
 //
-//	bits 5..63  deadline, in nanoseconds since the scheduler's epoch
+//	bits 6..63  deadline, in nanoseconds since the scheduler's epoch
+//	bit  5      with:    the job is a func(TaskID, any) (set once, at add;
+//	             see job.go)
 //	bit  4      repeating: the task has an interval (set once, at add)
 //	bit  3      owned:   the owner goroutine still references the slot
 //	             (an add op in the inbox or an entry in the heap)
@@ -50,11 +53,12 @@ const (
 	flagRunning = 1 << 2
 	flagOwned   = 1 << 3
 	flagRepeat  = 1 << 4
+	flagWith    = 1 << 5
 	flagMask    = 1<<whenShift - 1
 
-	whenShift = 5
+	whenShift = 6
 
-	// never is the largest deadline the word can hold, about 18 years after
+	// never is the largest deadline the word can hold, about 9 years after
 	// the epoch. A task with this deadline never comes due.
 	never = int64(math.MaxUint64 >> whenShift)
 )
@@ -73,14 +77,15 @@ func wordStatus(w uint64) uint64               { return w & statusMask }
 //     is freed, by whoever holds the lock; anyone may read it.
 //   - The interval of a repeating task is not here: it travels to the owner
 //     with the add request and stays in the owner's map (owner.intervals),
-//     which keeps a slot at 40 bytes for the one-shots that make up most
-//     tasks.
-//   - fn, arg: the job. Written when the slot is allocated, before its ID is
-//     published; read only by the worker that runs the job, while the
-//     running flag is set. They are cleared, under the task's lock,
-//     by whoever sees the task cancelled with no run in flight (CancelTask,
-//     or the worker ending the run), and when the slot is freed: a job that
-//     can no longer run is never kept reachable.
+//     and neither is a job's argument, which sits in the slab's argument
+//     column (job.go): a slot is 24 bytes, with one pointer, the job's func.
+//   - job: the job's func value (job.go). Written when the slot is
+//     allocated, before its ID is published, with the argument, if any;
+//     read only by the worker that runs the job, while the running flag is
+//     set. Both are cleared, under the task's lock, by whoever sees the
+//     task cancelled with no run in flight (CancelTask, or the worker
+//     ending the run), and when the slot is freed: a job that can no longer
+//     run is never kept reachable.
 //   - tag: owner goroutine only: the tag of the task's current entry in the
 //     heap (owner.push). An entry with another tag is a tombstone, which
 //     only lazy cancel leaves behind.
@@ -88,11 +93,7 @@ type task struct {
 	word atomic.Uint64
 	gen  atomic.Uint32
 	tag  uint32
-
-	// fn is nil for a func() job, which is then arg itself: a func value
-	// fits in an interface without an allocation.
-	fn  func(id TaskID, arg any)
-	arg any
+	job  unsafe.Pointer
 }
 
 // The transitions of the state word. Each is named for what it does to
@@ -100,17 +101,23 @@ type task struct {
 // stores to the word or compares and swaps it.
 
 // begin starts the life of a task in a slot just allocated: it sets the
-// job (fn nil: arg is a func()) and the deadline, delay from now on c,
-// which it returns, and gives the owner its hold, which the add request
-// carries to the owner. Its ID is not published yet, so no one else reads
-// the slot.
-func (t *task) begin(c clock, fn func(TaskID, any), arg any, delay time.Duration, repeating bool) (when int64) {
+// job j, with its argument in cell (which must not be nil for an argument
+// that is not), and the deadline, delay from now on c, which it returns,
+// and gives the owner its hold, which the add request carries to the
+// owner. Its ID is not published yet, so no one else reads the slot.
+func (t *task) begin(c clock, j job, cell *any, delay time.Duration, repeating bool) (when int64) {
 	when = c.deadline(delay)
 	if invariantsOn {
-		checkVacant(t.word.Load(), t.generation())
+		checkVacant(t.word.Load(), t.generation(), t.job)
 	}
-	t.fn, t.arg = fn, arg
+	t.job = j.fn
 	flags := uint64(statusPending | flagOwned)
+	if j.with {
+		flags |= flagWith
+		if j.arg != nil {
+			*cell = j.arg
+		}
+	}
 	if repeating {
 		flags |= flagRepeat
 	}
@@ -120,7 +127,8 @@ func (t *task) begin(c clock, fn func(TaskID, any), arg any, delay time.Duration
 
 // abandon ends the life of a task whose add never reached the owner
 // (Shutdown came first): no one holds it, and the caller frees its slot.
-func (t *task) abandon() { t.word.Store(statusCancelled) }
+// flagWith stays, for free to clear the argument.
+func (t *task) abandon() { t.word.Store(t.word.Load()&flagWith | statusCancelled) }
 
 // state returns the word, for the holders of the slot (the owner, a run),
 // which the slot cannot be freed under.
@@ -169,17 +177,18 @@ func (t *task) repeat(w uint64, next int64) (run, ok bool) {
 	return run, t.word.CompareAndSwap(w, nw)
 }
 
-// run runs the task's job as the task id, for the run that holds it, and
-// then ends the run (endRun, with the slab's generation base), reporting
-// whether the slot is free for reuse. A job that panics or ends its
-// goroutine does not come back here: the caller then ends the run itself.
-func (t *task) run(id TaskID, base uint32) (reusable bool) {
-	if t.fn == nil {
-		t.arg.(func())()
-	} else {
-		t.fn(id, t.arg)
+// run runs the task's job as the task id, for the run that holds it, with
+// the argument in cell (nil: none; see slab.cellOf), and then ends the run
+// (endRun, with the slab's generation base), reporting whether the slot is
+// free for reuse. A job that panics or ends its goroutine does not come
+// back here: the caller then ends the run itself.
+func (t *task) run(id TaskID, base uint32, cell *any) (reusable bool) {
+	var arg any
+	if cell != nil {
+		arg = *cell
 	}
-	return t.endRun(base)
+	call(t.job, t.word.Load()&flagWith != 0, id, arg)
+	return t.endRun(base, cell)
 }
 
 // endRun lets go of a run's hold on the task (flagRunning). If the owner
@@ -187,39 +196,42 @@ func (t *task) run(id TaskID, base uint32) (reusable bool) {
 // (free, with the slab's generation base) and reports whether the slot is
 // free for reuse, for the caller to give back to the slab (slab.vacate). A
 // repeating task cancelled while the run was in flight, which the owner
-// still holds, has its job cleared here: no run of it starts again.
-func (t *task) endRun(base uint32) (reusable bool) {
+// still holds, has its job cleared here: no run of it starts again. cell
+// is the task's argument cell, as for run.
+func (t *task) endRun(base uint32, cell *any) (reusable bool) {
 	g := t.generation() // the run's: the slot cannot be freed before letGo
 	w := t.letGo(flagRunning)
 	if unheld(w) {
-		return t.free(base)
+		return t.free(base, cell)
 	}
 	if wordStatus(w) == statusCancelled {
-		t.clearJobAt(g)
+		t.clearJobAt(g, cell)
 	}
 	return false
 }
 
 // cancel cancels the pending task of generation g, as CancelTask does, and
 // reports whether it did. A job that no run holds is cleared at once; a
-// run in flight clears it when it ends (endRun).
-func (t *task) cancel(g uint32) bool {
-	_, ok := t.changePending(g, 0, true)
+// run in flight clears it when it ends (endRun). cell is the argument cell
+// of the task's slot (slab.argCell), nil when its chunk has no column.
+func (t *task) cancel(g uint32, cell *any) bool {
+	_, ok := t.changePending(g, 0, cell, true)
 	return ok
 }
 
 // moveTo moves the deadline of the pending task of generation g to when,
 // as Reset does. It reports the deadline it had and whether it moved it.
 func (t *task) moveTo(g uint32, when int64) (old int64, ok bool) {
-	w, ok := t.changePending(g, when, false)
+	w, ok := t.changePending(g, when, nil, false)
 	return wordWhen(w), ok
 }
 
 // changePending cancels the pending task of generation g (cancel set) or
 // moves its deadline to when, under the task's lock, so that the slot
-// cannot be freed and reused meanwhile. It returns the word it changed, and
-// false when the task is not, or is no longer, pending.
-func (t *task) changePending(g uint32, when int64, cancel bool) (uint64, bool) {
+// cannot be freed and reused meanwhile; cell is the argument cell a cancel
+// clears with the job. It returns the word it changed, and false when the
+// task is not, or is no longer, pending.
+func (t *task) changePending(g uint32, when int64, cell *any, cancel bool) (uint64, bool) {
 	if !t.lock(g) {
 		return 0, false
 	}
@@ -235,7 +247,7 @@ func (t *task) changePending(g uint32, when int64, cancel bool) (uint64, bool) {
 		}
 		if t.word.CompareAndSwap(w, nw) {
 			if cancel && w&flagRunning == 0 {
-				t.clearJob() // no run holds the job, and none can start now
+				t.clearJob(w, cell) // no run holds the job, and none can start now
 			}
 			t.unlock(g)
 			return w, true
@@ -243,20 +255,23 @@ func (t *task) changePending(g uint32, when int64, cancel bool) (uint64, bool) {
 	}
 }
 
-// clearJob clears the job so that the garbage collector can reclaim it and
-// everything it captures. The task's lock must be held.
-func (t *task) clearJob() {
-	t.fn = nil
-	t.arg = nil
+// clearJob clears the job, and its argument in cell if the word w says it
+// has one, so that the garbage collector can reclaim them and everything
+// they capture. The task's lock must be held.
+func (t *task) clearJob(w uint64, cell *any) {
+	t.job = nil
+	if w&flagWith != 0 && cell != nil {
+		*cell = nil
+	}
 }
 
 // clearJobAt clears the job, as clearJob does, if the slot still holds the
 // task of generation g; it takes the task's lock. If the slot has been
 // freed since (and its job cleared then), it may hold a new task by now,
 // whose job stays.
-func (t *task) clearJobAt(g uint32) {
+func (t *task) clearJobAt(g uint32, cell *any) {
 	if t.lock(g) {
-		t.clearJob()
+		t.clearJob(t.word.Load(), cell)
 		t.unlock(g)
 	}
 }
@@ -280,18 +295,20 @@ func (t *task) letGo(flag uint64) uint64 {
 func unheld(w uint64) bool { return w&(flagOwned|flagRunning) == 0 }
 
 // free ends the life of the task, whose holders have all let go of it: it
-// clears the job so that the garbage collector can reclaim it, and moves
+// clears the job, with its argument in cell, so that the garbage collector
+// can reclaim it, and moves
 // the generation on so that the task's ID no longer names the slot. The
 // generations of a slot start at base and count up, skipping 0; when the
 // next would be base again, the slot is retired: its generation is left
 // at 0, which no ID carries, and free reports false, so that the slot is
 // never reused and no TaskID is ever handed out twice.
-func (t *task) free(base uint32) (reusable bool) {
+func (t *task) free(base uint32, cell *any) (reusable bool) {
 	g := t.lockCurrent()
+	w := t.word.Load()
 	if invariantsOn {
-		checkFreeable(t.word.Load(), g)
+		checkFreeable(w, g)
 	}
-	t.clearJob()
+	t.clearJob(w, cell)
 	if g++; g == genLocked {
 		g = 1
 	}

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,14 +52,19 @@ func TestTaskLockExcludesConcurrentHolders(t *testing.T) {
 
 func TestRunEndLeavesTheJobOfATaskThatReusedTheSlot(t *testing.T) {
 	s := bare(LazyCancel)
-	_, tk, _ := s.allocSlot()
+	slot, tk, ok := s.allocSlot()
+	require.True(t, ok)
+	cell := s.slab.newArgCell(slot)
 	g := tk.generation()
-	tk.arg = func() {}
-	tk.word.Store(statusDue)              // its run has let go, and so has the owner
-	require.True(t, tk.free(s.slab.base)) // freed while the run was ending
-	tk.arg = func() {}                    // and handed out again
-	tk.clearJobAt(g)
-	assert.NotNil(t, tk.arg, "the new task's job was dropped")
-	tk.clearJobAt(tk.generation())
-	assert.Nil(t, tk.arg, "the job of the task still in the slot is dropped")
+	tk.begin(s.clock, jobWith(func(TaskID, any) {}, "old"), cell, time.Hour, false)
+	tk.word.Store(statusDue | flagWith)         // its run has let go, and so has the owner
+	require.True(t, tk.free(s.slab.base, cell)) // freed while the run was ending
+	require.Nil(t, *cell, "freeing the slot clears the argument")
+	tk.begin(s.clock, jobWith(func(TaskID, any) {}, "new"), cell, time.Hour, false) // handed out again
+	tk.clearJobAt(g, cell)
+	assert.NotNil(t, tk.job, "the new task's job was dropped")
+	assert.Equal(t, "new", *cell, "the new task's argument was dropped")
+	tk.clearJobAt(tk.generation(), cell)
+	assert.Nil(t, tk.job, "the job of the task still in the slot is dropped")
+	assert.Nil(t, *cell, "and so is its argument")
 }
