@@ -108,8 +108,10 @@ package schedule
 //     queue, which the owner fills, and run their jobs.
 //
 // task.go (the state word and its transitions, the generation, and the
-// job), clock.go (the clock deadlines are read on) and slab.go are leaves
-// that all three share; no other file stores to the word or swaps it.
+// job), job.go (how a slot keeps a job: its func as one word, and its
+// argument in the slab's argument column), clock.go (the clock deadlines
+// are read on) and slab.go are leaves that all three share; no other file
+// stores to the word or swaps it.
 // Each counter is declared beside the code that writes it
 // (Scheduler.scheduled in schedule.go, the strategies' cancelCount in
 // cancel.go, outcomes in runner.go), and stats.go reads them for Stats;
@@ -174,8 +176,13 @@ package schedule
 //     (slabShard.vacant, chunk.vacant).
 //   - retire: a slot whose generations have come round is never used again
 //     (task.free leaves it at generation 0).
-//   - clear: a job's references are cleared, so that the garbage collector
-//     can reclaim what it captures (task.clearJob).
+//   - job, argument: what a task runs, a func() or a func(TaskID, any)
+//     with its argument; the slot keeps the func's word (task.job), and
+//     the argument sits in its chunk's argument column (job.go,
+//     slab.argCell, slab.newArgCell).
+//   - clear: a job's references, its argument's included, are cleared, so
+//     that the garbage collector can reclaim what they hold
+//     (task.clearJob).
 //   - tombstone, discard: a heap entry that no longer stands for a pending
 //     task (its tag is not its task's current one, or its task is
 //     cancelled) is a tombstone; the owner discards it when it reaches the

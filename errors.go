@@ -22,7 +22,7 @@ var (
 
 	// ErrTooManyTasks is returned by the Schedule methods of [Scheduler]
 	// when the scheduler already holds as many tasks as its IDs can name:
-	// 2^32, a limit memory reaches first (a task takes at least 40 bytes).
+	// 2^32, a limit memory reaches first (a task takes at least 24 bytes).
 	ErrTooManyTasks = errors.New("schedule: too many tasks")
 
 	// ErrBlockingPool is returned by [New] when the pool given to [WithPool]

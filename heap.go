@@ -120,16 +120,11 @@ func (h *deadlineHeap) indexOf(slot uint32) (int, bool) {
 	return int(i), i < uint32(len(h.items)) && h.items[i].slot == slot
 }
 
-// push adds e. A full heap doubles its capacity, where append would grow
-// a large slice by a small fraction: filling a heap to a million entries then
-// copies, and first touches, about two entries' worth of fresh memory per
-// entry rather than five, and the copies happen on the owner goroutine,
-// which every add waits behind. The price is capacity: up to twice the
-// entries while the heap grows, which shrink undoes as the heap empties.
-// A push right after a pop fills the pop's hole instead (see hole).
+// push adds e, growing a full heap (grownCap). A push right after a pop
+// fills the pop's hole instead (see hole).
 func (h *deadlineHeap) push(e entry) {
 	if h.pos != nil && int(e.slot) >= len(h.pos) {
-		h.pos = growPositions(h.pos, max(2*len(h.pos), int(e.slot)+1))
+		h.pos = growPositions(h.pos, max(grownCap(len(h.pos)), int(e.slot)+1))
 	}
 	if h.hole {
 		h.hole = false
@@ -137,7 +132,7 @@ func (h *deadlineHeap) push(e entry) {
 		return
 	}
 	if len(h.items) == cap(h.items) {
-		h.resize(2 * len(h.items))
+		h.resize(grownCap(len(h.items)))
 	}
 	h.items = append(h.items, e)
 	h.up(len(h.items)-1, e)
@@ -323,6 +318,29 @@ func (h *deadlineHeap) shrinkAfterRebuild(regrow int) {
 		h.resize(want)
 	}
 }
+
+// grownCap is the capacity a full heap of n entries grows to, and the
+// length that positions for n slots grow to when a slot beyond them gets
+// an entry. Up to doubleUpTo it doubles, where append would grow a large
+// slice by a quarter: filling a heap to a million entries then copies, and
+// first touches, about two entries' worth of fresh memory per entry rather
+// than five, and the copies happen on the owner goroutine, which every add
+// waits behind. Beyond, the heap's capacity is a large part of a task's
+// memory (16 B an entry, and 4 of position, against a 24-byte slot), and
+// doubling would leave up to half of it unused, a third on average: it
+// grows by a quarter, as append does, which copies each entry about four
+// more times as the heap grows, a few nanoseconds an add. shrink undoes
+// the growth as the heap empties.
+func grownCap(n int) int {
+	if n < doubleUpTo {
+		return 2 * n
+	}
+	return n + n/4
+}
+
+// doubleUpTo is the size, in entries (16 MiB of them), up to which a full
+// heap doubles (grownCap).
+const doubleUpTo = 1 << 20
 
 const (
 	minHeapCap  = 256

@@ -117,7 +117,7 @@ func assemble(cfg config, pool *ants.Pool, workers int) *Scheduler {
 }
 
 // ScheduleOne runs job once, delay from now. A delay of zero or less runs
-// it as soon as a worker is free; a delay too long to represent (about 18
+// it as soon as a worker is free; a delay too long to represent (about 9
 // years from New) is accepted, and the job never comes due.
 //
 // It returns [ErrNilJob] for a nil job, [ErrShutdown] after
@@ -156,7 +156,7 @@ func (s *Scheduler) ScheduleOneWith(job func(id TaskID, arg any), arg any, delay
 // reading (as time.Now and its Add do) and against the wall clock of that
 // moment otherwise; a later change of the wall clock does not move the
 // deadline. An instant now or in the past, the zero Time included, runs job as
-// soon as a worker is free; one more than about 18 years after New is accepted,
+// soon as a worker is free; one more than about 9 years after New is accepted,
 // and the job never comes due.
 //
 // It returns the errors ScheduleOne returns, and waits as it does.
@@ -289,7 +289,7 @@ func (s *Scheduler) Reset(id TaskID, delay time.Duration) bool {
 // unknown ID or 0, for an ID of another Scheduler, and for a pending task after
 // Shutdown. The instant is reckoned from the monotonic clock, as the deadline
 // is: a change of the wall clock since the task was scheduled does not shift
-// it. A deadline too far out to represent is reported as about 18 years after
+// it. A deadline too far out to represent is reported as about 9 years after
 // New.
 func (s *Scheduler) Deadline(id TaskID) (time.Time, bool) {
 	t := s.slab.lookup(id)
