@@ -46,10 +46,13 @@ func TestLazyTrimsChunksOnlyWhenTheyPayForTheRebuild(t *testing.T) {
 	s := bare(LazyCancel)
 	const n = 8 * chunkSize
 	var ids []TaskID
-	for range n {
+	for i := range n {
 		id, err := s.ScheduleOne(nop, time.Hour)
 		require.NoError(t, err)
 		ids = append(ids, id)
+		if i%chunkSize == 0 {
+			s.step(0) // so that no inbox lane fills up and holds the adds back
+		}
 	}
 	s.step(0)
 	require.True(t, s.CancelTask(ids[0]))
@@ -65,7 +68,7 @@ func TestLazyTrimsChunksOnlyWhenTheyPayForTheRebuild(t *testing.T) {
 		sh.empty = chunks
 		sh.mu.Unlock()
 	}
-	setEmpty(1) // a 1,024-slot chunk against a heap of 8,192 entries
+	setEmpty(1) // one chunk against a heap of eight chunks' entries
 	assert.False(t, s.owner.readyToTrim(), "a rebuild of the heap for one chunk")
 	assert.Equal(t, int64(1), s.cancel.tombstones())
 	assert.Equal(t, n, s.owner.heap.len())

@@ -45,7 +45,7 @@ import (
 // which stays valid for it; every slot there has had its generation bumped,
 // so the generation check turns it away.
 const (
-	chunkBits = 10
+	chunkBits = 11
 	chunkSize = 1 << chunkBits
 
 	shardCount = 8
@@ -62,9 +62,13 @@ const (
 type cacheLinePad [64]byte
 
 // chunk is a block of slots. vacant counts its slots in its shard's vacant
-// list; the shard's mu guards it. The slots are an array of their own,
-// exactly three of the Go heap's 8 KiB pages of 24-byte tasks: with the
-// count beside them, every chunk would take a fourth page, nearly empty.
+// list; the shard's mu guards it. The slots are an array of their own, of
+// exactly six of the Go heap's 8 KiB pages, and so is an argument column
+// (four pages): objects over 32 KiB are allocated as whole pages, while a
+// smaller one that holds pointers takes an 8-byte header and is rounded up
+// to a size class (1,024 slots, 24 KiB, would take 26.6 KiB, and 1,024
+// arguments 18 KiB for 16). With the count beside the slots, every chunk
+// would take a seventh page, nearly empty.
 // Its argument column, if any, is in the directory only (directory.args).
 type chunk struct {
 	tasks  *[chunkSize]task
