@@ -10,13 +10,14 @@ import (
 // layoutTasks is how many slots BenchmarkFullGCBySlotLayout holds.
 var layoutTasks = flag.Int("layout-tasks", 1_000_000, "slots held by BenchmarkFullGCBySlotLayout")
 
-// Slot layouts, 1,024 to a chunk as in the scheduler's slab: what the
-// collector pays for a slab of them depends on whether a slot holds
-// pointers, not on what the scheduler does with it.
+// Slot layouts, 1,024 to a chunk: what the collector pays for a slab of
+// them depends on whether a slot holds pointers, not on what the scheduler
+// does with it.
 type (
-	// slotWithJob is the slab's task today (task.go): a state word, a
-	// generation, a tag, and the job as a func and an interface, 40 bytes
-	// of which three words are pointers the collector must look at.
+	// slotWithJob is a state word, a generation, a tag, and the job as a
+	// func and an interface, as the slab's task was before it kept one
+	// pointer (task.go): 40 bytes of which three words are pointers the
+	// collector must look at.
 	slotWithJob struct {
 		word     uint64
 		gen, tag uint32
