@@ -44,23 +44,13 @@ func BenchmarkScheduleOneWith(b *testing.B) {
 // BenchmarkFireWith is BenchmarkFire for jobs of ScheduleOneWith with a
 // pointer argument.
 func BenchmarkFireWith(b *testing.B) {
-	const perBatch = 1000
+	done := func(_ schedule.TaskID, arg any) { arg.(*sync.WaitGroup).Done() }
 	for _, st := range schedtest.Strategies {
 		b.Run(st.String(), func(b *testing.B) {
-			b.ReportAllocs()
-			s := newScheduler(b, st)
-			var wg sync.WaitGroup
-			done := func(_ schedule.TaskID, arg any) { arg.(*sync.WaitGroup).Done() }
-			for b.Loop() {
-				wg.Add(perBatch)
-				for range perBatch {
-					if _, err := s.ScheduleOneWith(done, &wg, 0); err != nil {
-						b.Fatal(err)
-					}
-				}
-				wg.Wait()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perBatch), "ns/task")
+			fireBatches(b, st, 1000, func(s *schedule.Scheduler, wg *sync.WaitGroup, _ func()) error {
+				_, err := s.ScheduleOneWith(done, wg, 0)
+				return err
+			})
 		})
 	}
 }
