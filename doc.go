@@ -136,9 +136,9 @@ package schedule
 //   - The owner's take of a lane's requests hands back the buffer of the
 //     requests it applied last (inbox.take): one visit both borrows and
 //     returns.
-//   - The run queue carries the task and its ID with each due task, found
-//     as the owner classified the entry, so that a drain goes to the task
-//     once before its job: task.run runs the job and lets go, and the
+//   - The run queue carries the task, its ID and its argument cell with
+//     each due task, found as the owner classified the entry (slab.held),
+//     so that a drain goes to the task once before its job: task.run runs the job and lets go, and the
 //     runner counts the start before it and recovers a panic around it.
 //     The run that lets go last ends the task's life in the same call
 //     (task.free, with the slab's generation base), and the slab only

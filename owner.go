@@ -329,7 +329,7 @@ func (o *owner) collectDue(now int64) {
 // entry.
 func (o *owner) collect(e entry, now int64) (more bool) {
 	for {
-		t, id, w, live := o.classify(e)
+		t, id, cell, w, live := o.classify(e)
 		if !live {
 			o.cancel.discarded(1)
 			return true
@@ -350,7 +350,7 @@ func (o *owner) collect(e entry, now int64) (more bool) {
 				continue // a caller changed it meanwhile; look again
 			}
 			o.ended.Add(1)
-			o.due(due{t: t, id: id, when: e.when, slot: e.slot})
+			o.due(due{t: t, id: id, cell: cell, when: e.when, slot: e.slot})
 			return true
 		}
 		next, missed := nextRun(e.when, o.intervals[e.slot], now)
@@ -366,7 +366,7 @@ func (o *owner) collect(e entry, now int64) (more bool) {
 			o.out.skipped.Add(uint64(missed))
 		}
 		if run {
-			o.due(due{t: t, id: id, when: e.when, slot: e.slot, repeat: true})
+			o.due(due{t: t, id: id, cell: cell, when: e.when, slot: e.slot, repeat: true})
 		}
 		return true
 	}
@@ -375,11 +375,12 @@ func (o *owner) collect(e entry, now int64) (more bool) {
 // classify tells the heap entries that stand for a pending task (live)
 // from the dead: tombstones, whose task has a current entry elsewhere or
 // none, and entries of cancelled tasks, whose hold it lets go of. It
-// returns a live entry's task, its ID and the task's word as it read it.
-func (o *owner) classify(e entry) (t *task, id TaskID, w uint64, live bool) {
-	t, id = o.slab.held(e.slot)
+// returns a live entry's task, its ID, its argument cell (slab.held) and
+// the task's word as it read it.
+func (o *owner) classify(e entry) (t *task, id TaskID, cell *any, w uint64, live bool) {
+	t, id, cell = o.slab.held(e.slot)
 	if e.tag != t.tag {
-		return nil, 0, 0, false // a tombstone
+		return nil, 0, nil, 0, false // a tombstone
 	}
 	w = t.state()
 	if invariantsOn {
@@ -387,9 +388,9 @@ func (o *owner) classify(e entry) (t *task, id TaskID, w uint64, live bool) {
 	}
 	if wordStatus(w) == statusCancelled {
 		o.letGo(e.slot, t)
-		return nil, 0, 0, false
+		return nil, 0, nil, 0, false
 	}
-	return t, id, w, true
+	return t, id, cell, w, true
 }
 
 // due collects d for the run queue, handing a chunk over as soon as it is
@@ -503,7 +504,7 @@ func (o *owner) shrinkWhenQuiet(now int64) {
 // than its entry fixed.
 func (o *owner) rebuild() {
 	n := o.heap.retain(func(e *entry) bool {
-		_, _, w, live := o.classify(*e)
+		_, _, _, w, live := o.classify(*e)
 		e.when = min(e.when, wordWhen(w))
 		return live
 	})
@@ -519,10 +520,10 @@ func (o *owner) rebuild() {
 func (o *owner) dropAll() {
 	o.applyRequests()
 	o.heap.retain(func(e *entry) bool {
-		t, _, _, live := o.classify(*e)
+		t, _, cell, _, live := o.classify(*e)
 		if live {
 			// The owner holds t: its generation stays.
-			if t.cancel(t.generation(), o.slab.argCell(e.slot)) {
+			if t.cancel(t.generation(), cell) {
 				o.ended.Add(1)
 				o.out.dropped.Add(1)
 			}

@@ -52,6 +52,7 @@ import (
 type due struct {
 	t    *task
 	id   TaskID
+	cell *any  // the task's argument cell (slab.held)
 	when int64 // the deadline it runs for
 	slot uint32
 	// repeat is set for a repeating task's run, which a cancel may
@@ -349,10 +350,9 @@ func (r *runner) endDrain(fb *freeBatch, left, first *bool) {
 // repeating task's next run cannot start while its panic is reported.
 func (r *runner) runJob(d due, fb *freeBatch) {
 	reusable, ended := false, false
-	cell := r.slab.cellOf(d.slot, d.t.state())
 	defer func() {
 		if !ended {
-			reusable = d.t.endRun(r.genBase, cell)
+			reusable = d.t.endRun(r.genBase, d.cell)
 		}
 		if reusable {
 			r.batchFree(d.slot, fb)
@@ -368,7 +368,7 @@ func (r *runner) runJob(d due, fb *freeBatch) {
 		return
 	}
 	r.out.started(r.now() - d.when)
-	reusable, ended = r.call(d, cell)
+	reusable, ended = r.call(d)
 }
 
 // call runs d's job through its task (task.run), recovering a panic so
@@ -376,7 +376,7 @@ func (r *runner) runJob(d due, fb *freeBatch) {
 // whether the job returned (ended), and whether the slot is then free for
 // reuse. A panic handler that panics itself ends the drain (drains leave
 // through endDrain) and reaches the pool's own handler.
-func (r *runner) call(d due, cell *any) (reusable, ended bool) {
+func (r *runner) call(d due) (reusable, ended bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.out.panics.Add(1)
@@ -390,7 +390,7 @@ func (r *runner) call(d due, cell *any) (reusable, ended bool) {
 			}
 		}
 	}()
-	return d.t.run(d.id, r.genBase, cell), true
+	return d.t.run(d.id, r.genBase, d.cell), true
 }
 
 // batchFree adds slot, whose task's life has ended and which is free for
@@ -430,7 +430,7 @@ func (r *runner) dropDue(ds []due) {
 		if !d.repeat || !d.t.isCancelled() {
 			r.out.dropped.Add(1)
 		}
-		if d.t.endRun(r.genBase, r.slab.cellOf(d.slot, d.t.state())) {
+		if d.t.endRun(r.genBase, d.cell) {
 			r.batchFree(d.slot, &fb)
 		}
 	}

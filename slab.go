@@ -189,12 +189,23 @@ func (sl *slab) find(slot uint32) *task {
 	return &tasks[slot&(chunkSize-1)]
 }
 
-// held returns the task in slot, which must have been allocated, and the
-// ID it has now. For a holder of the slot (the owner, a run) that is the
-// task's ID: the slot's generation cannot change under it.
-func (sl *slab) held(slot uint32) (*task, TaskID) {
-	t := sl.at(slot)
-	return t, sl.id(slot, t.gen.Load()&^genLocked)
+// held returns the task in slot, which must have been allocated, the ID it
+// has now and its argument cell (argCell). For a holder of the slot (the
+// owner, a run) that is the task's ID: the slot's generation cannot change
+// under it.
+func (sl *slab) held(slot uint32) (*task, TaskID, *any) {
+	dir := sl.dir.Load()
+	c, i := slot>>chunkBits, slot&(chunkSize-1)
+	tasks := dir.tasks[c].Load()
+	if tasks == nil {
+		panic("schedule: a task in a trimmed chunk")
+	}
+	t := &tasks[i]
+	var cell *any
+	if args := dir.args[c].Load(); args != nil {
+		cell = &args[i]
+	}
+	return t, sl.id(slot, t.gen.Load()&^genLocked), cell
 }
 
 // argCell returns slot's cell in its chunk's argument column, or nil when
@@ -206,15 +217,6 @@ func (sl *slab) argCell(slot uint32) *any {
 		return nil
 	}
 	return &args[slot&(chunkSize-1)]
-}
-
-// cellOf returns the argument cell of the task in slot, whose word is w:
-// nil when its job takes no argument (flagWith clear) or has none.
-func (sl *slab) cellOf(slot uint32, w uint64) *any {
-	if w&flagWith == 0 {
-		return nil
-	}
-	return sl.argCell(slot)
 }
 
 // newArgCell returns slot's cell in its chunk's argument column, making
@@ -436,8 +438,7 @@ func (sl *slab) addChunk(k uint8) (c, gen uint32, ok bool) {
 func (sl *slab) free(slots []uint32) (trim bool) {
 	reusable := slots[:0]
 	for _, slot := range slots {
-		t := sl.at(slot)
-		if t.free(sl.base, sl.cellOf(slot, t.state())) {
+		if sl.at(slot).free(sl.base, sl.argCell(slot)) {
 			reusable = append(reusable, slot)
 		}
 	}

@@ -178,16 +178,18 @@ func (t *task) repeat(w uint64, next int64) (run, ok bool) {
 }
 
 // run runs the task's job as the task id, for the run that holds it, with
-// the argument in cell (nil: none; see slab.cellOf), and then ends the run
+// the argument in cell (the slot's argument cell, nil where its chunk has
+// no column; see slab.held), and then ends the run
 // (endRun, with the slab's generation base), reporting whether the slot is
 // free for reuse. A job that panics or ends its goroutine does not come
 // back here: the caller then ends the run itself.
 func (t *task) run(id TaskID, base uint32, cell *any) (reusable bool) {
+	with := t.word.Load()&flagWith != 0
 	var arg any
-	if cell != nil {
+	if with && cell != nil {
 		arg = *cell
 	}
-	call(t.job, t.word.Load()&flagWith != 0, id, arg)
+	call(t.job, with, id, arg)
 	return t.endRun(base, cell)
 }
 
