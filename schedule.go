@@ -409,20 +409,16 @@ func (s *Scheduler) stop() {
 }
 
 // add allocates a task for job j, due delay from now, and queues it for
-// the owner. Each part is asked once, in turn: the slab for a slot and its
-// ID (and for a cell for j's argument, if it has one), the task to begin,
-// the inbox to carry the add.
+// the owner. Each part is asked once, in turn: the slab for a slot, its ID
+// and, if j has an argument, its cell; the task to begin; the inbox to
+// carry the add.
 func (s *Scheduler) add(j job, delay, interval time.Duration) (TaskID, error) {
 	if s.IsShutdown() {
 		return 0, ErrShutdown
 	}
-	id, slot, t, k, ok := s.slab.allocID()
+	id, slot, t, cell, k, ok := s.slab.allocID(j.arg != nil)
 	if !ok {
 		return 0, ErrTooManyTasks
-	}
-	var cell *any
-	if j.arg != nil {
-		cell = s.slab.newArgCell(slot)
 	}
 	when := t.begin(s.clock, j, cell, delay, interval != 0)
 	gen := id.gen()

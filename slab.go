@@ -290,13 +290,17 @@ func (sl *slab) alloc() (slot uint32, t *task, k uint8, ok bool) {
 	return sl.allocHinted(h)
 }
 
-// allocID is alloc that returns the new task's ID too.
-func (sl *slab) allocID() (id TaskID, slot uint32, t *task, k uint8, ok bool) {
+// allocID is alloc that returns the new task's ID too, and, if withArg,
+// the slot's argument cell (newArgCell).
+func (sl *slab) allocID(withArg bool) (id TaskID, slot uint32, t *task, cell *any, k uint8, ok bool) {
 	slot, t, k, ok = sl.alloc()
-	if ok {
-		id = sl.id(slot, t.gen.Load())
+	if !ok {
+		return 0, 0, nil, nil, 0, false
 	}
-	return id, slot, t, k, ok
+	if withArg {
+		cell = sl.newArgCell(slot)
+	}
+	return sl.id(slot, t.gen.Load()), slot, t, cell, k, true
 }
 
 // allocHinted is alloc starting from the shard hint names, which it
