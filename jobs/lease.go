@@ -233,3 +233,24 @@ func mix(x uint64) uint64 {
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
 }
+
+// epochAlive reports whether node's lease in the engine still carries
+// epoch: an attempt running under that epoch then belongs to a live
+// worker. A lease that is gone, or that carries another epoch (the node
+// registered again: its earlier life is over), means the epoch is dead.
+func (w *Worker) epochAlive(ctx context.Context, node, epoch string) (bool, error) {
+	if !ValidName(node) {
+		return false, nil
+	}
+	lv, ok, err := w.c.leaseOf(ctx, node)
+	if err != nil || !ok {
+		return false, err
+	}
+	return lv.Epoch == epoch, nil
+}
+
+func (w *Worker) currentEpoch() string {
+	w.leaseMu.Lock()
+	defer w.leaseMu.Unlock()
+	return w.epoch
+}
