@@ -52,7 +52,7 @@ func TestTinyLoadOnTheNATSSide(t *testing.T) {
 	for _, row := range []string{"scale: jobs pending", "scale: add rate", "scale: worker memory (RSS) per pending job",
 		"scale: engine store per pending job", "quiet: engine msgs per pending job", "stream: lateness p99",
 		"stream: CPU per started job, workers + engine", "stream: engine msgs per job", "kill: last recovered job started",
-		"kill: jobs lost", "kill: jobs started again", "ceiling: highest rate"} {
+		"kill: jobs lost", "kill: jobs started again", "ceiling: CPU per job at each rate", "ceiling: highest rate"} {
 		assert.Contains(t, report, row)
 	}
 	assert.Contains(t, report, "600 / 600", "every streamed job started (300 a second for 2 s)")
@@ -229,6 +229,20 @@ func TestEveryTargetMetPasses(t *testing.T) {
 	assert.Equal(t, loadtest.ExitPass, r.write(&stdout, &stderr))
 	assert.Contains(t, stderr.String(), "jobload: PASS")
 	assert.NotContains(t, stdout.String(), "WRONG")
+}
+
+func TestCeilingShowsTheCPUPerJobOfEachStep(t *testing.T) {
+	var stdout bytes.Buffer
+	r := judged()
+	r.dir = t.TempDir()
+	r.cfg.Phases = []string{phaseCeiling}
+	r.results[0].ceilDone = true
+	r.results[0].Steps = []streamResult{
+		{Rate: 1000, outcome: outcome{Started: 100}, CPU: 50 * time.Millisecond},
+		{Rate: 2000, outcome: outcome{Started: 200}, CPU: 60 * time.Millisecond},
+	}
+	r.write(&stdout, &bytes.Buffer{})
+	assert.Regexp(t, `ceiling: CPU per job at each rate, workers \+ engine +1,000: 500 µs, 2,000: 300 µs +-`, stdout.String())
 }
 
 func TestEachMissedTargetFailsTheRun(t *testing.T) {

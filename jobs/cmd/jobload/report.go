@@ -236,6 +236,15 @@ func (r *report) table(w io.Writer) {
 			}
 			return loadtest.OrDash(r.ceilDone, strings.Join(s, ", "))
 		})
+		// The CPU per job falls as the rate rises: messages due together share
+		// system calls and wake-ups. This row shows by how much, per system.
+		t.Row("ceiling: CPU per job at each rate, workers + engine", func(r *result) string {
+			var s []string
+			for _, st := range r.Steps {
+				s = append(s, fmt.Sprintf("%s: %.0f µs", loadtest.Commas(int64(st.Rate)), st.cpuPerJob()))
+			}
+			return loadtest.OrDash(r.ceilDone, strings.Join(s, ", "))
+		})
 		t.Row(fmt.Sprintf("ceiling: highest rate with p99 ≤ %v", ceilingP99), func(r *result) string {
 			if !r.ceilDone {
 				return "-"
