@@ -337,9 +337,14 @@ func (w *Worker) apply(u update) {
 		return
 	}
 	if e == nil {
-		e = &entry{key: k}
-		w.entries[k] = e
+		// k is cut from the watch message's subject. The entry keeps a
+		// copy of its own, so that the subject, longer by the bucket's
+		// name, is not kept for the job's whole pending life; the maps
+		// below key on that copy too.
+		e = &entry{key: strings.Clone(k)}
+		w.entries[e.key] = e
 	}
+	k = e.key
 	e.rev = rev
 	delete(w.running, k)
 	w.takeKeptLocked(k)
