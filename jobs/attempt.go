@@ -228,7 +228,7 @@ func (w *Worker) attempt(k string, rev uint64, val []byte) outcome {
 	case StateRunning:
 		w.mu.Lock()
 		mine := w.mineAbandonedLocked(h) // started again, as a dead epoch's
-		live := !mine && w.epochLiveLocked(h.Epoch)
+		live := !mine && (w.runsHereLocked(h) || w.epochLiveLocked(h.Epoch))
 		w.mu.Unlock()
 		if !live && !mine {
 			// Not an epoch this worker has seen: only the engine can tell
@@ -261,7 +261,7 @@ func (w *Worker) attempt(k string, rev uint64, val []byte) outcome {
 	// tells this start's write from another start's by the same worker.
 	run := header{State: StateRunning, Due: h.Due, Attempt: h.Attempt, Node: w.cfg.Node, Epoch: w.currentEpoch(), Started: now.UnixMilli(), Run: w.runs.Add(1)}
 	w.mu.Lock()
-	w.inflight[run.Run] = struct{}{}
+	w.inflight[run.Run] = run.Epoch
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()

@@ -50,3 +50,27 @@ func (w *Worker) Kept() (n, bytes int) {
 	defer w.mu.Unlock()
 	return len(w.kept), w.keptBytes
 }
+
+// Reregister registers the worker again under a new epoch, as its lease
+// loop does when it finds its lease lost.
+func (w *Worker) Reregister(ctx context.Context) error {
+	w.leaseMu.Lock()
+	defer w.leaseMu.Unlock()
+	return w.register(ctx)
+}
+
+// Refresh refreshes the worker's lease once, as its lease loop does, and
+// returns what it learned: "held", "lost" or "unclear".
+func (w *Worker) Refresh(ctx context.Context) string {
+	w.leaseMu.Lock()
+	defer w.leaseMu.Unlock()
+	return [...]string{leaseHeld: "held", leaseLost: "lost", leaseUnclear: "unclear"}[w.refresh(ctx, w.draining)]
+}
+
+// LiveEpoch returns the epoch of node's lease in the worker's view of the
+// live workers, "" if there is none.
+func (w *Worker) LiveEpoch(node string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.live[node].Epoch
+}

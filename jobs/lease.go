@@ -140,43 +140,58 @@ func (w *Worker) writeLease(ctx context.Context, val []byte, rev uint64) (uint64
 	return ack.Sequence, nil
 }
 
-// refresh extends the lease, with draining as given, and reports whether
-// the worker still holds it. An answer lost on the way (or refused while
-// an earlier write is applied) is told from a lost lease by reading it.
-func (w *Worker) refresh(ctx context.Context, draining bool) bool {
+// leaseState is what a refresh learned of the worker's lease.
+type leaseState uint8
+
+const (
+	leaseHeld    leaseState = iota // written, or found written, under the worker's epoch
+	leaseLost                      // the engine holds no lease of this epoch: expired, removed or taken over
+	leaseUnclear                   // no answer said either: the lease may still run
+)
+
+// refresh extends the lease, with draining as given. An answer lost on the
+// way (or refused while an earlier write is applied) is told from a lost
+// lease by reading it. Only an answer of the engine's makes the lease lost:
+// requests that go unanswered, on a slow engine or a loaded machine, leave
+// it unclear, and the lease may still be running on its TTL. Taking that
+// for a loss would register a new epoch, and the attempts this worker has
+// running would look abandoned and start a second time.
+func (w *Worker) refresh(ctx context.Context, draining bool) leaseState {
 	val, _ := json.Marshal(leaseValue{Epoch: w.epoch, Draining: draining})
 	for try := 0; try < 3; try++ {
 		rev, err := w.writeLease(ctx, val, w.leaseRev)
 		if err == nil {
 			w.leaseRev = rev
-			return true
+			return leaseHeld
 		}
 		e, gerr := w.c.nodes.Get(ctx, w.cfg.Node)
 		if gerr != nil {
 			if errors.Is(gerr, jetstream.ErrKeyNotFound) {
-				return false
+				return leaseLost
 			}
 			continue
 		}
 		var lv leaseValue
 		if json.Unmarshal(e.Value(), &lv) != nil || lv.Epoch != w.epoch {
-			return false
+			return leaseLost
 		}
 		if e.Revision() != w.leaseRev {
 			w.leaseRev = e.Revision() // our write landed; its answer did not
 			if lv.Draining == draining {
-				return true
+				return leaseHeld
 			}
 		}
 	}
-	return false
+	return leaseUnclear
 }
 
 // leaseLoop refreshes the lease every third of it until the worker stops.
 // A lease lost (expired while the engine or this process stalled) is
 // registered again under a new epoch: the attempts it had running may
 // meanwhile have started elsewhere, and their ends here then find their
-// records moved and record nothing.
+// records moved and record nothing. Those that did not stay this
+// worker's (runsHereLocked). A refresh left unclear is tried again at the
+// next tick.
 func (w *Worker) leaseLoop() {
 	defer close(w.leaseDone)
 	t := time.NewTicker(w.cfg.Lease / 3)
@@ -189,10 +204,17 @@ func (w *Worker) leaseLoop() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Lease/3)
 		w.leaseMu.Lock()
-		if !w.leaseEnded && !w.refresh(ctx, w.draining) {
-			w.log.Warn("jobs: lease lost; registering again", "node", w.cfg.Node)
-			if err := w.register(ctx); err != nil {
-				w.log.Warn("jobs: register", "err", err)
+		if !w.leaseEnded {
+			switch w.refresh(ctx, w.draining) {
+			case leaseLost:
+				w.log.Warn("jobs: lease lost; registering again", "node", w.cfg.Node)
+				if err := w.register(ctx); err != nil {
+					w.log.Warn("jobs: register", "err", err)
+				}
+			case leaseUnclear:
+				// Tried again at the next tick, a third of a lease on: if the
+				// lease runs out meanwhile, that refresh finds it lost.
+				w.log.Warn("jobs: lease refresh unanswered", "node", w.cfg.Node)
 			}
 		}
 		w.leaseMu.Unlock()

@@ -164,8 +164,18 @@ func (w *Worker) mineAbandonedLocked(h header) bool {
 	if own == nil || *own != h.Epoch || h.Node != w.cfg.Node {
 		return false
 	}
-	_, running := w.inflight[h.Run]
-	return !running
+	return !w.runsHereLocked(h)
+}
+
+// runsHereLocked reports whether h, a running record, is the start of an
+// attempt that runs in this worker now. Its epoch may be an earlier one of
+// this worker's: one it registered again after, its lease having run out.
+// That attempt is not abandoned, and must not start a second time here
+// while it runs; its end is recorded as usual, unless another worker took
+// it over meanwhile.
+func (w *Worker) runsHereLocked(h header) bool {
+	epoch, ok := w.inflight[h.Run]
+	return ok && epoch == h.Epoch && h.Node == w.cfg.Node
 }
 
 // epochLiveLocked reports whether epoch is this worker's or a live
@@ -361,7 +371,7 @@ func (w *Worker) apply(u update) {
 		// will end to hand it over while this worker lives. Started again
 		// here, now.
 		w.scheduleLocked(e, time.Time{})
-	case w.epochLiveLocked(h.Epoch):
+	case w.runsHereLocked(h) || w.epochLiveLocked(h.Epoch):
 		w.running[k] = h.Epoch
 		if e.task != 0 {
 			w.sched.CancelTask(e.task)

@@ -71,10 +71,11 @@ type Worker struct {
 	entries  map[string]*entry
 	running  map[string]string // KV key → epoch of the worker running it, for running entries
 	// inflight holds the run numbers of this worker's attempts from their
-	// start's write to their end's: a record running under this worker's
-	// epoch with a run not in it is an attempt this worker abandoned
-	// (mineAbandonedLocked).
-	inflight map[uint64]struct{}
+	// start's write to their end's, each with the epoch it started under:
+	// a record running under this worker's epoch with a run not in it is
+	// an attempt this worker abandoned (mineAbandonedLocked), and one in
+	// it runs here, under whichever epoch (runsHereLocked).
+	inflight map[uint64]string
 	// kept holds the value at the entry's revision of pending jobs due
 	// within keepHorizon (see keepHorizon), and keptBytes their sizes.
 	kept      map[string][]byte
@@ -102,7 +103,7 @@ func (c *Client) StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, er
 		c: c, cfg: cfg, log: cfg.Logger, sched: sched,
 		quit: make(chan struct{}), leaseDone: make(chan struct{}), nodesDone: make(chan struct{}),
 		live: make(map[string]leaseValue), entries: make(map[string]*entry), running: make(map[string]string),
-		inflight: make(map[uint64]struct{}), kept: make(map[string][]byte),
+		inflight: make(map[uint64]string), kept: make(map[string][]byte),
 	}
 	w.fireFn = w.fire
 	w.runCtx, w.abandon = context.WithCancel(context.Background())
@@ -179,8 +180,8 @@ func (w *Worker) stop(grace context.Context) error {
 	defer cancel()
 	w.leaseMu.Lock()
 	w.draining = true
-	if !w.refresh(ctx, true) {
-		w.log.Warn("jobs: lease lost while stopping", "node", w.cfg.Node)
+	if w.refresh(ctx, true) != leaseHeld {
+		w.log.Warn("jobs: lease lost or unanswered while stopping", "node", w.cfg.Node)
 	}
 	w.leaseMu.Unlock()
 
