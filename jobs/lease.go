@@ -189,8 +189,9 @@ func (w *Worker) refresh(ctx context.Context, draining bool) leaseState {
 // A lease lost (expired while the engine or this process stalled) is
 // registered again under a new epoch: the attempts it had running may
 // meanwhile have started elsewhere, and their ends here then find their
-// records moved and record nothing. Those that did not stay this
-// worker's (runsHereLocked). A refresh left unclear is tried again at the
+// records moved and record nothing. Those still running here that no
+// other worker started are still this worker's own (runsHereLocked): it
+// does not start them again. A refresh left unclear is tried again at the
 // next tick.
 func (w *Worker) leaseLoop() {
 	defer close(w.leaseDone)
