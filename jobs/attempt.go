@@ -43,7 +43,8 @@ func (w *Worker) fire(id schedule.TaskID, arg any) {
 	w.mu.Unlock()
 	defer w.attempts.Done()
 	if w.attempt(k, rev, val) == outcomeUnclear {
-		// The engine did not answer (a server lost, a leader moving): the
+		// The engine did not answer (a server lost, a leader moving), or
+		// the worker's lease has gone a whole lease unconfirmed: the
 		// record is as the worker last saw it, or running under a start or
 		// an end of this worker's that landed unanswered, which the watch
 		// may have delivered meanwhile. Fire it again shortly, unless the
@@ -194,10 +195,14 @@ func (w *Worker) persist(write func(ctx context.Context) outcome) outcome {
 // still due and still there, runs it and records its end. val is the
 // record's value at rev as the watch delivered it, or nil: the record is
 // then read first. It returns outcomeUnclear when the engine left the
-// start or the end unanswered. A record running under this worker's epoch
+// start or the end unanswered, or when the worker may not start attempts
+// (startable). A record running under this worker's epoch
 // with no attempt of it here (see mineAbandonedLocked) is started again,
 // as one of a dead epoch.
 func (w *Worker) attempt(k string, rev uint64, val []byte) outcome {
+	if !w.startable() {
+		return outcomeUnclear // its lease unconfirmed for a whole lease: see startable
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	fromWatch := val != nil

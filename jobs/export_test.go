@@ -74,3 +74,7 @@ func (w *Worker) LiveEpoch(node string) string {
 	defer w.mu.Unlock()
 	return w.live[node].Epoch
 }
+
+// LapseLease makes the worker take its lease for unconfirmed, as after a
+// whole lease of unanswered refreshes; the next confirmed write ends that.
+func (w *Worker) LapseLease() { w.heldUntil.Store(0) }

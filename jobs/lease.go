@@ -90,9 +90,11 @@ func (w *Worker) register(ctx context.Context) error {
 	w.own.Store(&epoch)
 	val, _ := json.Marshal(leaseValue{Epoch: w.epoch})
 	for {
+		sent := time.Now()
 		rev, err := w.c.nodes.Create(ctx, w.cfg.Node, val, jetstream.KeyTTL(w.cfg.Lease))
 		if err == nil {
 			w.leaseRev = rev
+			w.confirm(sent)
 			return nil
 		}
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
@@ -117,9 +119,11 @@ func (w *Worker) register(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		sent = time.Now()
 		rev, err = w.writeLease(ctx, val, e.Revision())
 		if err == nil {
 			w.leaseRev = rev
+			w.confirm(sent)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -159,9 +163,11 @@ const (
 func (w *Worker) refresh(ctx context.Context, draining bool) leaseState {
 	val, _ := json.Marshal(leaseValue{Epoch: w.epoch, Draining: draining})
 	for try := 0; try < 3; try++ {
+		sent := time.Now()
 		rev, err := w.writeLease(ctx, val, w.leaseRev)
 		if err == nil {
 			w.leaseRev = rev
+			w.confirm(sent)
 			return leaseHeld
 		}
 		e, gerr := w.c.nodes.Get(ctx, w.cfg.Node)
@@ -176,7 +182,9 @@ func (w *Worker) refresh(ctx context.Context, draining bool) leaseState {
 			return leaseLost
 		}
 		if e.Revision() != w.leaseRev {
-			w.leaseRev = e.Revision() // our write landed; its answer did not
+			// Our write landed; its answer did not. When it landed is
+			// unknown, so heldUntil stays: the next confirmed write moves it.
+			w.leaseRev = e.Revision()
 			if lv.Draining == draining {
 				return leaseHeld
 			}
@@ -184,6 +192,18 @@ func (w *Worker) refresh(ctx context.Context, draining bool) leaseState {
 	}
 	return leaseUnclear
 }
+
+// confirm records that the engine confirmed a lease write sent at sent.
+// The lease's TTL runs from when the engine stored the write, which is
+// after sent, so the lease lasts at least until sent plus the TTL.
+func (w *Worker) confirm(sent time.Time) { w.heldUntil.Store(sent.Add(w.cfg.Lease).UnixNano()) }
+
+// startable reports whether the worker may start an attempt: whether its
+// lease is known to run still. A worker whose refreshes go unanswered for
+// a whole lease may have lost it, and the other workers may be starting
+// its jobs again: it starts none until a write of its lease is confirmed,
+// or it registers again. Its fires wait meanwhile (retryUnclear).
+func (w *Worker) startable() bool { return time.Now().UnixNano() < w.heldUntil.Load() }
 
 // leaseLoop refreshes the lease every third of it until the worker stops.
 // A lease lost (expired while the engine or this process stalled) is
@@ -219,13 +239,18 @@ func (w *Worker) leaseLoop() {
 			}
 		}
 		w.leaseMu.Unlock()
+		cancel()
 		if tick%3 == 0 {
+			// A context of its own: a refresh left unanswered has used up
+			// the one above, and the listing is what finds a lease whose
+			// expiry this worker missed.
+			ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Lease/3)
 			w.relist(ctx) // once a lease
+			cancel()
 		}
 		// A partition whose watch could not start (the engine busy with a
 		// failover) is tried again here.
 		w.rebalance()
-		cancel()
 	}
 }
 

@@ -1,7 +1,11 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,20 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRefreshWithoutAnswerLeavesTheLeaseAndItsEpoch checks that a refresh
-// no answer reached (here, its context ended before any request went out)
-// is not taken for a lost lease: the worker keeps its epoch, and the next
-// refresh that is answered finds the lease held.
-func TestRefreshWithoutAnswerLeavesTheLeaseAndItsEpoch(t *testing.T) {
+// TestRefreshWithoutAnswerIsUnclear checks that a refresh no answer
+// reached (here, its context ended before any request went out) is not
+// taken for a lost lease, and that the next refresh that is answered finds
+// the lease held. TestUnansweredRefreshesKeepTheEpoch checks what the lease
+// loop does with it.
+func TestRefreshWithoutAnswerIsUnclear(t *testing.T) {
 	_, url := startServer(t)
 	var evs events
 	w := startWorker(t, url, "q", "a", succeed, &evs, jobs.WorkerConfig{Lease: 30 * time.Second})
-	epoch := w.Epoch()
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 
 	assert.Equal(t, "unclear", w.Refresh(ended))
-	assert.Equal(t, epoch, w.Epoch(), "the epoch stays")
 	assert.Equal(t, "held", w.Refresh(ctxOf(t)))
 }
 
@@ -53,8 +56,17 @@ func TestAttemptRunningUnderTheWorkersEarlierEpochDoesNotStartAgain(t *testing.T
 	_, url := startServer(t)
 	c := openClient(t, url, "q")
 	var evs events
-	slow, release := blocking()
-	w := startWorker(t, url, "q", "a", slow, &evs, jobs.WorkerConfig{Lease: 30 * time.Second})
+	// Only the first run waits: a second one, the fault this test looks
+	// for, must not hold up the synchronous AttemptAt below.
+	var calls atomic.Int32
+	release := make(chan struct{})
+	h := func(context.Context, jobs.Job) error {
+		if calls.Add(1) == 1 {
+			<-release
+		}
+		return nil
+	}
+	w := startWorker(t, url, "q", "a", h, &evs, jobs.WorkerConfig{Lease: 30 * time.Second})
 	require.NoError(t, c.Add(ctxOf(t), "k", time.Now(), nil))
 	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) == 1 }, "the attempt starts")
 	in, err := c.Get(ctxOf(t), "k")
@@ -71,3 +83,74 @@ func TestAttemptRunningUnderTheWorkersEarlierEpochDoesNotStartAgain(t *testing.T
 	assert.Equal(t, 1, evs.count(jobs.EventStart), "the running attempt starts once")
 	assert.Equal(t, 0, evs.count(jobs.EventSuperseded), "its end is recorded")
 }
+
+// TestWorkerWhoseLeaseWentUnconfirmedStartsNothing checks the fence of a
+// worker whose refreshes went unanswered for a whole lease: it starts no
+// attempt, since the others may be starting its jobs again, until a write
+// of its lease is confirmed.
+func TestWorkerWhoseLeaseWentUnconfirmedStartsNothing(t *testing.T) {
+	_, url := startServer(t)
+	c := openClient(t, url, "q")
+	var evs events
+	w := startWorker(t, url, "q", "a", succeed, &evs, jobs.WorkerConfig{Lease: 30 * time.Second})
+	w.LapseLease()
+	require.NoError(t, c.Add(ctxOf(t), "k", time.Now().Add(time.Hour), nil))
+	in, err := c.Get(ctxOf(t), "k")
+	require.NoError(t, err)
+	require.NoError(t, c.Add(ctxOf(t), "k", time.Now(), nil)) // due now, a revision on
+	in, err = c.Get(ctxOf(t), "k")
+	require.NoError(t, err)
+
+	w.AttemptAt("k", in.Revision)
+	assert.Empty(t, evs.of("k"), "no start while the lease is unconfirmed")
+	require.Equal(t, "held", w.Refresh(ctxOf(t)))
+	eventually(t, 10*time.Second, func() bool { return evs.count(jobs.EventDone) == 1 }, "the job runs once the lease is confirmed")
+}
+
+// TestUnansweredRefreshesKeepTheEpoch runs a worker whose answers from the
+// engine come later than a refresh waits (a third of the lease): its lease
+// loop finds its refreshes unanswered, and keeps its epoch rather than
+// register again under a new one.
+func TestUnansweredRefreshesKeepTheEpoch(t *testing.T) {
+	_, url := startServer(t)
+	openClient(t, url, "q") // the buckets
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	var lag atomic.Int64 // none while the worker starts: it asks for 32 watches
+	c, err := jobs.Open(ctxOf(t), dial(t, lagProxyOf(t, url, &lag)), jobs.Config{Queue: "q"})
+	require.NoError(t, err)
+	w, err := c.StartWorker(ctxOf(t), jobs.WorkerConfig{Node: "a", Lease: time.Second, Handler: succeed, Logger: log})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		lag.Store(0)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	epoch := w.Epoch()
+	lag.Store(int64(700 * time.Millisecond)) // longer than a refresh waits, a third of the lease
+
+	eventually(t, 20*time.Second, func() bool { return bytes.Contains(logs.Bytes(), []byte("lease refresh unanswered")) }, "a refresh goes unanswered")
+	assert.Equal(t, epoch, w.Epoch(), "the epoch stays")
+	assert.NotContains(t, logs.String(), "registering again")
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a test at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}
+
+func (l *lockedBuffer) String() string { return string(l.Bytes()) }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,6 +120,15 @@ func TestLoaderKeepsUnderTheClientsLimitWhenAnswersLag(t *testing.T) {
 // every chunk the server sends for lag; it returns the proxy's URL.
 func lagProxy(t *testing.T, url string, lag time.Duration) string {
 	t.Helper()
+	var l atomic.Int64
+	l.Store(int64(lag))
+	return lagProxyOf(t, url, &l)
+}
+
+// lagProxyOf is lagProxy with a lag the test may change as it runs (in
+// nanoseconds): each chunk is held for the lag when it arrives.
+func lagProxyOf(t *testing.T, url string, lag *atomic.Int64) string {
+	t.Helper()
 	target := strings.TrimPrefix(url, "nats://")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -148,7 +158,7 @@ func lagProxy(t *testing.T, url string, lag time.Duration) string {
 					b := make([]byte, 32<<10)
 					n, err := out.Read(b)
 					if n > 0 {
-						held <- chunk{time.Now().Add(lag), b[:n]}
+						held <- chunk{time.Now().Add(time.Duration(lag.Load())), b[:n]}
 					}
 					if err != nil {
 						return

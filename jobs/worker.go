@@ -42,6 +42,10 @@ type Worker struct {
 	leaseRev   uint64
 	draining   bool
 	leaseEnded bool
+	// heldUntil is when the lease runs out at the earliest, in Unix
+	// nanoseconds: a lease TTL after the send of the last write the engine
+	// confirmed (confirm). Starts wait while it has passed (startable).
+	heldUntil atomic.Int64
 
 	quit        chan struct{} // closed by Stop: the lease loop ends
 	leaseDone   chan struct{}
