@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,6 +173,20 @@ func blocking() (jobs.Handler, chan struct{}) {
 		select {
 		case <-release:
 		case <-ctx.Done():
+		}
+		return nil
+	}, release
+}
+
+// blockingFirst returns a handler whose first attempt runs until the
+// channel is closed, and whose later attempts succeed at once: a second
+// start, the fault a test looks for, then does not hold the test up.
+func blockingFirst() (jobs.Handler, chan struct{}) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	return func(context.Context, jobs.Job) error {
+		if calls.Add(1) == 1 {
+			<-release
 		}
 		return nil
 	}, release

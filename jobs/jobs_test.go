@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -394,14 +393,7 @@ func TestRunningUnderAnEpochNotYetSeenIsNotStartedAgain(t *testing.T) {
 	_, url := startServer(t)
 	c := openClient(t, url, "q")
 	var evs events
-	var calls atomic.Int32
-	release := make(chan struct{})
-	h := func(context.Context, jobs.Job) error {
-		if calls.Add(1) == 1 {
-			<-release
-		}
-		return nil
-	}
+	h, release := blockingFirst()
 	cfg := jobs.WorkerConfig{Lease: 30 * time.Second}
 	ws := map[string]*jobs.Worker{
 		"a": startWorker(t, url, "q", "a", h, &evs, cfg),

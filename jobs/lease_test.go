@@ -56,16 +56,9 @@ func TestAttemptRunningUnderTheWorkersEarlierEpochDoesNotStartAgain(t *testing.T
 	_, url := startServer(t)
 	c := openClient(t, url, "q")
 	var evs events
-	// Only the first run waits: a second one, the fault this test looks
-	// for, must not hold up the synchronous AttemptAt below.
-	var calls atomic.Int32
-	release := make(chan struct{})
-	h := func(context.Context, jobs.Job) error {
-		if calls.Add(1) == 1 {
-			<-release
-		}
-		return nil
-	}
+	// Only the first run waits: a second one must not hold up the
+	// synchronous AttemptAt below.
+	h, release := blockingFirst()
 	w := startWorker(t, url, "q", "a", h, &evs, jobs.WorkerConfig{Lease: 30 * time.Second})
 	require.NoError(t, c.Add(ctxOf(t), "k", time.Now(), nil))
 	eventually(t, 10*time.Second, func() bool { return len(evs.of("k")) == 1 }, "the attempt starts")
